@@ -1,0 +1,193 @@
+package nodehealth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
+)
+
+// LeaseNamespace is where kubelets keep their node Leases.
+const LeaseNamespace = corev1.NamespaceNodeLease
+
+// conflictRetryDelay is how soon a node is looked at again after a write lost
+// a race with another writer, most often the kubelet posting a heartbeat.
+const conflictRetryDelay = 20 * time.Millisecond
+
+// Reconciler judges one node per call and acts on the verdict.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the apiserver.
+	Client client.Client
+	// APIReader reads from the apiserver directly; it confirms a silence
+	// before a node is marked, so that a lagging watch never marks a live
+	// node dead.
+	APIReader client.Reader
+	// Clock times heartbeats and deadlines.
+	Clock clock.PassiveClock
+	// Recorder emits events on Nodes.
+	Recorder events.EventRecorder
+	// Tracker remembers heartbeats between calls.
+	Tracker *health.Tracker
+	// Grace holds the grace periods.
+	Grace health.Grace
+}
+
+// Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
+// deadline has passed, brings its NoSchedule taints in line with its
+// conditions, and asks to be called again at the deadline.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()
+
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get node %q: %w", req.Name, err)
+	}
+	lease, err := getLease(ctx, r.Client, node.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	if obs.First {
+		r.eventRegistered(node)
+	}
+	v := health.Judge(node, obs.LastHeartbeat, r.Grace, now)
+
+	if v.Expired {
+		node, v, err = r.markUnreachable(ctx, node, v, now)
+		if err != nil {
+			return r.settle(ctx, req.Name, err)
+		}
+	}
+	if err := r.reconcileTaints(ctx, node, now); err != nil {
+		return r.settle(ctx, req.Name, err)
+	}
+
+	moveState(r.Tracker.Judged(node.Name, v), v.State)
+	if v.Expired {
+		// Nothing is due until a heartbeat arrives, and a heartbeat is an
+		// event.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: v.Deadline.Sub(now)}, nil
+}
+
+// markUnreachable marks a node whose deadline passed. It first reads the node
+// and its Lease live: a heartbeat the cache had not shown yet cancels the
+// verdict, and the node is judged again from what the apiserver holds. It
+// returns the node as it now is (nil if it is gone) and the verdict that
+// stands.
+func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, now time.Time) (*corev1.Node, health.Verdict, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if _, changed := health.MarkUnknown(cached.Status.Conditions, cached.CreationTimestamp, metav1.NewTime(now)); !changed {
+		return cached, v, nil
+	}
+
+	node := &corev1.Node{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
+		return nil, v, fmt.Errorf("read node %q live: %w", cached.Name, err)
+	}
+	lease, err := getLease(ctx, r.APIReader, node.Name)
+	if err != nil {
+		return nil, v, fmt.Errorf("read lease live: %w", err)
+	}
+	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	if obs.Renewed {
+		log.V(1).Info("Live read found a heartbeat the cache had not shown; not marking",
+			"deadline", v.Deadline)
+		return node, health.Judge(node, obs.LastHeartbeat, r.Grace, now), nil
+	}
+
+	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now))
+	if !changed {
+		return node, v, nil
+	}
+	wasReady := health.ReadyCondition(node)
+	base := node.DeepCopy()
+	node.Status.Conditions = conds
+	if err := r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, v, fmt.Errorf("patch node %q status: %w", node.Name, err)
+	}
+
+	delay := r.Clock.Since(v.Deadline)
+	markDelay.Observe(delay.Seconds())
+	log.Info("Marked node unreachable", "lastHeartbeat", obs.LastHeartbeat, "deadline", v.Deadline,
+		"delay", delay, "neverReported", v.NeverReported)
+	if wasReady == nil || wasReady.Status != corev1.ConditionUnknown {
+		r.eventNotReady(node)
+	}
+	return node, v, nil
+}
+
+// reconcileTaints brings the node's NoSchedule condition taints in line with
+// its conditions.
+func (r *Reconciler) reconcileTaints(ctx context.Context, node *corev1.Node, now time.Time) error {
+	want, changed := taints.ReconcileNoSchedule(node, metav1.NewTime(now))
+	if !changed {
+		return nil
+	}
+	base := node.DeepCopy()
+	node.Spec.Taints = want
+	if err := r.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patch node %q taints: %w", node.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Updated NoSchedule taints", "wanted", taints.WantedNoSchedule(node))
+	return nil
+}
+
+// settle turns a failed read or write into a result: a node deleted under
+// the reconciler is forgotten, a lost race is retried shortly, anything else
+// is returned for the workqueue to retry with backoff.
+func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.Result, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		r.forget(ctx, name)
+		return ctrl.Result{}, nil
+	case apierrors.IsConflict(err):
+		ctrl.LoggerFrom(ctx).V(2).Info("Node changed while being written; looking again", "error", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
+	default:
+		return ctrl.Result{}, err
+	}
+}
+
+// forget drops a node that no longer exists.
+func (r *Reconciler) forget(ctx context.Context, name string) {
+	uid, state, ok := r.Tracker.Forget(name)
+	if !ok {
+		return
+	}
+	moveState(state, health.StateUnjudged)
+	ctrl.LoggerFrom(ctx).V(1).Info("Node is gone; forgetting it")
+	r.eventRemoving(name, uid)
+}
+
+// getLease returns the node's Lease, or nil when it has none.
+func getLease(ctx context.Context, c client.Reader, name string) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: name}, lease)
+	switch {
+	case err == nil:
+		return lease, nil
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("get lease %s/%s: %w", LeaseNamespace, name, err)
+	}
+}

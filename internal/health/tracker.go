@@ -1,0 +1,120 @@
+package health
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Tracker remembers, per node, the last pulse observed and when the controller
+// observed it change. It is safe for concurrent use.
+//
+// The tracker starts empty, so after a restart every node's first observation
+// counts as a heartbeat: each node gets a full grace period from the moment
+// the controller first sees it.
+type Tracker struct {
+	mu    sync.Mutex
+	nodes map[string]*entry
+}
+
+type entry struct {
+	uid           types.UID
+	pulse         Pulse
+	lastHeartbeat time.Time
+	deadline      time.Time
+	state         State
+}
+
+// Observation is what the tracker knows of a node after an observation.
+type Observation struct {
+	// LastHeartbeat is when a heartbeat was last observed, on the
+	// controller's clock.
+	LastHeartbeat time.Time
+	// First is true when the node was not tracked before (or was tracked
+	// under another UID, i.e. deleted and created again).
+	First bool
+	// Renewed is true when this observation was a heartbeat.
+	Renewed bool
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{nodes: make(map[string]*entry)}
+}
+
+// Observe records the pulse of a node seen at now. A pulse that differs from
+// the last one, in its Lease or its Ready heartbeat, is a heartbeat timed at
+// now. Only change matters, never the order of timestamps, so a renewTime
+// that moves backwards still counts.
+func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Observation {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	if !ok || e.uid != uid {
+		if !ok {
+			e = &entry{}
+			t.nodes[name] = e
+		}
+		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state}
+		return Observation{LastHeartbeat: now, First: true, Renewed: true}
+	}
+	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
+		e.lastHeartbeat = now
+		e.pulse = p
+		return Observation{LastHeartbeat: now, Renewed: true}
+	}
+	// A Lease that disappeared is remembered as gone, so that a new one
+	// counts when it appears.
+	e.pulse.HasLease = p.HasLease
+	return Observation{LastHeartbeat: e.lastHeartbeat}
+}
+
+// Judged records the verdict reached for a node and returns the state it had
+// before. Nodes the tracker does not know are ignored.
+func (t *Tracker) Judged(name string, v Verdict) State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	if !ok {
+		return StateUnjudged
+	}
+	prev := e.state
+	e.state = v.State
+	e.deadline = v.Deadline
+	return prev
+}
+
+// Forget drops a node and returns what was known of it.
+func (t *Tracker) Forget(name string) (uid types.UID, state State, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	if !ok {
+		return "", StateUnjudged, false
+	}
+	delete(t.nodes, name)
+	return e.uid, e.state, true
+}
+
+// Overdue returns the nodes whose deadline has passed at now but whose last
+// verdict was not Unreachable: nodes a missed or delayed requeue would
+// otherwise leave unjudged.
+func (t *Tracker) Overdue(now time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for name, e := range t.nodes {
+		if e.state != StateUnreachable && !e.deadline.IsZero() && !now.Before(e.deadline) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Len returns the number of tracked nodes.
+func (t *Tracker) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.nodes)
+}

@@ -1,0 +1,152 @@
+package health
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+type leaseState struct{ renew time.Time }
+
+func (l *leaseState) object() *coordinationv1.Lease {
+	if l == nil {
+		return nil
+	}
+	return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{
+		HolderIdentity:       ptr.To("n1"),
+		LeaseDurationSeconds: ptr.To[int32](40),
+		RenewTime:            &metav1.MicroTime{Time: l.renew},
+	}}
+}
+
+func TestTrackerFirstObservationIsAHeartbeat(t *testing.T) {
+	tr := NewTracker()
+	p := PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil)
+	obs := tr.Observe("n1", "a", p, t0)
+	if !obs.First || !obs.Renewed || !obs.LastHeartbeat.Equal(t0) {
+		t.Fatalf("first observation: %+v", obs)
+	}
+	obs = tr.Observe("n1", "a", p, t0.Add(time.Minute))
+	if obs.First || obs.Renewed || !obs.LastHeartbeat.Equal(t0) {
+		t.Fatalf("unchanged pulse: %+v", obs)
+	}
+	// Same name, new UID: the node was deleted and created again.
+	obs = tr.Observe("n1", "b", p, t0.Add(2*time.Minute))
+	if !obs.First || !obs.LastHeartbeat.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("recreated node: %+v", obs)
+	}
+}
+
+func TestTrackerLeaseComingAndGoing(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "")
+	lease := (&leaseState{renew: t0}).object()
+	tr.Observe("n1", "a", PulseOf(node, lease), t0)
+
+	// The Lease is deleted: that is no sign of life.
+	if obs := tr.Observe("n1", "a", PulseOf(node, nil), t0.Add(time.Second)); obs.Renewed {
+		t.Fatalf("a deleted lease counted as a heartbeat")
+	}
+	// It is created again with the same spec: that is one.
+	if obs := tr.Observe("n1", "a", PulseOf(node, lease), t0.Add(2*time.Second)); !obs.Renewed {
+		t.Fatalf("a recreated lease did not count as a heartbeat")
+	}
+}
+
+func TestTrackerIgnoresTheControllersOwnNeverUpdatedMark(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady("", "")
+	tr.Observe("n1", "a", PulseOf(node, nil), t0)
+	marked, _ := MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(t0.Add(time.Minute)))
+	node.Status.Conditions = marked
+	if obs := tr.Observe("n1", "a", PulseOf(node, nil), t0.Add(time.Minute)); obs.Renewed {
+		t.Fatal("the controller's own mark counted as a heartbeat")
+	}
+}
+
+func TestTrackerMetadataOnlyLeaseChangeIsNotAHeartbeat(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "")
+	lease := (&leaseState{renew: t0}).object()
+	tr.Observe("n1", "a", PulseOf(node, lease), t0)
+	lease.Labels = map[string]string{"x": "y"}
+	lease.ResourceVersion = "99"
+	if obs := tr.Observe("n1", "a", PulseOf(node, lease), t0.Add(time.Second)); obs.Renewed {
+		t.Fatal("a metadata change counted as a heartbeat")
+	}
+	lease.Spec.HolderIdentity = ptr.To("someone-else")
+	if obs := tr.Observe("n1", "a", PulseOf(node, lease), t0.Add(2*time.Second)); !obs.Renewed {
+		t.Fatal("a spec change did not count as a heartbeat")
+	}
+}
+
+func TestTrackerOverdueAndForget(t *testing.T) {
+	tr := NewTracker()
+	p := PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil)
+	for _, n := range []string{"a", "b", "c"} {
+		tr.Observe(n, "u", p, t0)
+	}
+	tr.Judged("a", Verdict{State: StateHealthy, Deadline: t0.Add(time.Second)})
+	tr.Judged("b", Verdict{State: StateUnreachable, Deadline: t0})
+	tr.Judged("c", Verdict{State: StateHealthy, Deadline: t0.Add(time.Hour)})
+	if prev := tr.Judged("missing", Verdict{State: StateHealthy}); prev != StateUnjudged {
+		t.Fatalf("unknown node had state %s", prev)
+	}
+
+	got := tr.Overdue(t0.Add(time.Second))
+	if !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("overdue = %v, want [a]", got)
+	}
+	if uid, state, ok := tr.Forget("a"); !ok || uid != "u" || state != StateHealthy {
+		t.Fatalf("forget = %q %s %v", uid, state, ok)
+	}
+	if _, _, ok := tr.Forget("a"); ok || tr.Len() != 2 {
+		t.Fatal("forgotten node still tracked")
+	}
+}
+
+func TestMarkUnknown(t *testing.T) {
+	created := metav1.NewTime(t0.Add(-time.Hour))
+	now := metav1.NewTime(t0)
+	hb := metav1.NewTime(t0.Add(-time.Minute))
+	in := []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: hb},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionUnknown, Reason: "Custom", LastHeartbeatTime: hb},
+		{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: hb},
+	}
+	out, changed := MarkUnknown(in, created, now)
+	if !changed {
+		t.Fatal("want changed")
+	}
+	if in[0].Status != corev1.ConditionTrue {
+		t.Fatal("input modified")
+	}
+	want := map[corev1.NodeConditionType]corev1.NodeCondition{
+		corev1.NodeReady: {Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: ReasonUnknown,
+			Message: MessageUnknown, LastHeartbeatTime: hb, LastTransitionTime: now},
+		corev1.NodeMemoryPressure:     in[1],
+		corev1.NodeNetworkUnavailable: in[2],
+		corev1.NodeDiskPressure: {Type: corev1.NodeDiskPressure, Status: corev1.ConditionUnknown, Reason: ReasonNeverUpdated,
+			Message: MessageNeverUpdated, LastHeartbeatTime: created, LastTransitionTime: now},
+		corev1.NodePIDPressure: {Type: corev1.NodePIDPressure, Status: corev1.ConditionUnknown, Reason: ReasonNeverUpdated,
+			Message: MessageNeverUpdated, LastHeartbeatTime: created, LastTransitionTime: now},
+	}
+	if len(out) != len(want) {
+		t.Fatalf("got %d conditions, want %d", len(out), len(want))
+	}
+	for _, c := range out {
+		if w := want[c.Type]; !c.LastHeartbeatTime.Equal(&w.LastHeartbeatTime) ||
+			!c.LastTransitionTime.Equal(&w.LastTransitionTime) || c.Status != w.Status ||
+			c.Reason != w.Reason || c.Message != w.Message {
+			t.Errorf("%s: got %+v, want %+v", c.Type, c, w)
+		}
+	}
+	if _, changed := MarkUnknown(out, created, metav1.NewTime(t0.Add(time.Minute))); changed {
+		t.Fatal("marking twice changed something")
+	}
+}

@@ -1,0 +1,139 @@
+package health
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var (
+	t0    = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	grace = Grace{Monitor: 50 * time.Second, Startup: time.Minute}
+)
+
+func nodeWithReady(status corev1.ConditionStatus, reason string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}}
+	if status != "" {
+		n.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: status, Reason: reason,
+			LastHeartbeatTime: metav1.NewTime(t0.Add(-time.Hour)),
+		}}
+	}
+	return n
+}
+
+func TestJudge(t *testing.T) {
+	tests := []struct {
+		name          string
+		node          *corev1.Node
+		lastHeartbeat time.Time
+		now           time.Time
+		wantState     State
+		wantDeadline  time.Time
+		wantExpired   bool
+	}{
+		{"ready and fresh", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(10 * time.Second),
+			StateHealthy, t0.Add(50 * time.Second), false},
+		{"one nanosecond before the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(50*time.Second - 1),
+			StateHealthy, t0.Add(50 * time.Second), false},
+		{"exactly at the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(50 * time.Second),
+			StateUnreachable, t0.Add(50 * time.Second), true},
+		{"past the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(time.Hour),
+			StateUnreachable, t0.Add(50 * time.Second), true},
+		{"kubelet says not ready", nodeWithReady(corev1.ConditionFalse, "KubeletNotReady"), t0, t0,
+			StateNotReady, t0.Add(50 * time.Second), false},
+		{"not ready and silent", nodeWithReady(corev1.ConditionFalse, "KubeletNotReady"), t0, t0.Add(51 * time.Second),
+			StateUnreachable, t0.Add(50 * time.Second), true},
+		{"unknown within grace stays unreachable until the kubelet reports", nodeWithReady(corev1.ConditionUnknown, ReasonUnknown),
+			t0, t0.Add(time.Second), StateUnreachable, t0.Add(50 * time.Second), false},
+		{"a status no API version defines is not ready", nodeWithReady("Maybe", ""), t0, t0,
+			StateUnreachable, t0.Add(50 * time.Second), false},
+		{"never reported gets the startup grace", nodeWithReady("", ""), t0, t0.Add(55 * time.Second),
+			StateNeverReported, t0.Add(time.Minute), false},
+		{"never reported past the startup grace", nodeWithReady("", ""), t0, t0.Add(time.Minute),
+			StateUnreachable, t0.Add(time.Minute), true},
+		{"marked never updated keeps the startup grace", nodeWithReady(corev1.ConditionUnknown, ReasonNeverUpdated), t0, t0.Add(55 * time.Second),
+			StateUnreachable, t0.Add(time.Minute), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Judge(tt.node, tt.lastHeartbeat, grace, tt.now)
+			if v.State != tt.wantState || !v.Deadline.Equal(tt.wantDeadline) || v.Expired != tt.wantExpired {
+				t.Errorf("got %s deadline=%v expired=%v, want %s deadline=%v expired=%v",
+					v.State, v.Deadline, v.Expired, tt.wantState, tt.wantDeadline, tt.wantExpired)
+			}
+		})
+	}
+}
+
+// TestJudgeFromHeartbeats runs the tracker and the verdict together over the
+// heartbeat sequences that matter: either heartbeat keeps a node alive.
+func TestJudgeFromHeartbeats(t *testing.T) {
+	type step struct {
+		at        time.Duration // after t0
+		leaseRenw *time.Duration
+		readyHB   *time.Duration
+		wantState State
+	}
+	d := func(x time.Duration) *time.Duration { return &x }
+	tests := []struct {
+		name     string
+		hasLease bool
+		steps    []step
+	}{
+		{"lease fresh, status stale stays healthy", true, []step{
+			{0, d(0), d(0), StateHealthy},
+			{40 * time.Second, d(40 * time.Second), nil, StateHealthy},
+			{80 * time.Second, d(80 * time.Second), nil, StateHealthy},
+			{120 * time.Second, d(120 * time.Second), nil, StateHealthy},
+		}},
+		{"status fresh, no lease stays healthy", false, []step{
+			{0, nil, d(0), StateHealthy},
+			{40 * time.Second, nil, d(40 * time.Second), StateHealthy},
+			{80 * time.Second, nil, d(80 * time.Second), StateHealthy},
+		}},
+		{"both stop", true, []step{
+			{0, d(0), d(0), StateHealthy},
+			{49 * time.Second, nil, nil, StateHealthy},
+			{50 * time.Second, nil, nil, StateUnreachable},
+		}},
+		{"renewTime jumping backwards is a heartbeat", true, []step{
+			{0, d(0), d(0), StateHealthy},
+			{40 * time.Second, d(-time.Hour), nil, StateHealthy},
+			{80 * time.Second, d(-2 * time.Hour), nil, StateHealthy},
+			{129 * time.Second, nil, nil, StateHealthy},
+			{130 * time.Second, nil, nil, StateUnreachable},
+		}},
+		{"recovery after the deadline", true, []step{
+			{0, d(0), d(0), StateHealthy},
+			{60 * time.Second, nil, nil, StateUnreachable},
+			{70 * time.Second, d(70 * time.Second), d(70 * time.Second), StateHealthy},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker()
+			node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
+			var lease *leaseState
+			if tt.hasLease {
+				lease = &leaseState{}
+			}
+			for _, s := range tt.steps {
+				now := t0.Add(s.at)
+				if s.readyHB != nil {
+					node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(*s.readyHB))
+				}
+				if s.leaseRenw != nil {
+					lease.renew = t0.Add(*s.leaseRenw)
+				}
+				obs := tr.Observe("n1", "uid", PulseOf(node, lease.object()), now)
+				v := Judge(node, obs.LastHeartbeat, grace, now)
+				if v.State != s.wantState {
+					t.Fatalf("at %v: got %s, want %s", s.at, v.State, s.wantState)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,178 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Defaults that match kube-controller-manager, so that flags can be moved over
+// unchanged.
+const (
+	DefaultNodeMonitorPeriod         = 5 * time.Second
+	DefaultNodeMonitorGracePeriod    = 50 * time.Second
+	DefaultNodeStartupGracePeriod    = time.Minute
+	DefaultPodEvictionTimeout        = 5 * time.Minute
+	DefaultNodeEvictionRate          = 0.1
+	DefaultSecondaryNodeEvictionRate = 0.01
+	DefaultLargeClusterSizeThreshold = 50
+	DefaultUnhealthyZoneThreshold    = 0.55
+	DefaultMetricsBindAddress        = ":8080"
+	DefaultHealthProbeBindAddress    = ":8081"
+	DefaultLeaderElectionID          = "node-lifecycle-controller"
+)
+
+// Options is the validated configuration of the controller.
+type Options struct {
+	// Kubeconfig is the path of a kubeconfig file; empty means in-cluster
+	// configuration, then $KUBECONFIG, then ~/.kube/config.
+	Kubeconfig string
+
+	// NodeMonitorPeriod is how often the controller looks for nodes whose
+	// deadline passed without being acted on. Deadlines are acted on when they
+	// fall due; this period is only a safety net.
+	NodeMonitorPeriod time.Duration
+	// NodeMonitorGracePeriod is how long a node that has posted a Ready
+	// condition may go without a heartbeat before it is marked Unknown.
+	NodeMonitorGracePeriod time.Duration
+	// NodeStartupGracePeriod replaces NodeMonitorGracePeriod for a node that
+	// has never posted a Ready condition.
+	NodeStartupGracePeriod time.Duration
+	// PodEvictionTimeout is how long pods without a matching toleration stay
+	// on a node tainted NoExecute before they are deleted.
+	PodEvictionTimeout time.Duration
+
+	// NodeEvictionRate is the number of nodes per second that may be tainted
+	// NoExecute in a zone that is not disrupted.
+	NodeEvictionRate float64
+	// SecondaryNodeEvictionRate replaces NodeEvictionRate in a partially
+	// disrupted zone larger than LargeClusterSizeThreshold.
+	SecondaryNodeEvictionRate float64
+	// LargeClusterSizeThreshold is the zone size at or below which a partially
+	// disrupted zone is not tainted at all.
+	LargeClusterSizeThreshold int32
+	// UnhealthyZoneThreshold is the share of not-ready nodes (more than two)
+	// at which a zone counts as partially disrupted.
+	UnhealthyZoneThreshold float64
+
+	// LeaderElect makes the controller take a Lease before it acts, so that
+	// only one replica judges nodes at a time.
+	LeaderElect bool
+	// LeaderElectNamespace is where the leader election Lease lives; empty
+	// means the namespace the controller runs in, or kube-system outside a
+	// cluster.
+	LeaderElectNamespace string
+	// LeaderElectID is the name of the leader election Lease.
+	LeaderElectID string
+
+	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+}
+
+// Default returns the options with every value at its default.
+func Default() Options {
+	return Options{
+		NodeMonitorPeriod:         DefaultNodeMonitorPeriod,
+		NodeMonitorGracePeriod:    DefaultNodeMonitorGracePeriod,
+		NodeStartupGracePeriod:    DefaultNodeStartupGracePeriod,
+		PodEvictionTimeout:        DefaultPodEvictionTimeout,
+		NodeEvictionRate:          DefaultNodeEvictionRate,
+		SecondaryNodeEvictionRate: DefaultSecondaryNodeEvictionRate,
+		LargeClusterSizeThreshold: DefaultLargeClusterSizeThreshold,
+		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
+		LeaderElect:               true,
+		LeaderElectID:             DefaultLeaderElectionID,
+		MetricsBindAddress:        DefaultMetricsBindAddress,
+		HealthProbeBindAddress:    DefaultHealthProbeBindAddress,
+	}
+}
+
+// AddFlags binds every option to a flag of fs, under kube-controller-manager's
+// name where it has one. The values already in o are the flags' defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
+		"Path to a kubeconfig file. Empty means in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+
+	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod,
+		"How often to look for nodes whose grace deadline passed without being acted on. "+
+			"Deadlines are acted on when they fall due; this is only a safety resync.")
+	fs.DurationVar(&o.NodeMonitorGracePeriod, "node-monitor-grace-period", o.NodeMonitorGracePeriod,
+		"How long a node may go without a heartbeat (a Lease renewal or a Ready condition heartbeat) "+
+			"before it is marked Unknown. Must be below --pod-eviction-timeout.")
+	fs.DurationVar(&o.NodeStartupGracePeriod, "node-startup-grace-period", o.NodeStartupGracePeriod,
+		"The grace period for a node that has never posted a Ready condition. Must be at least --node-monitor-grace-period.")
+	fs.DurationVar(&o.PodEvictionTimeout, "pod-eviction-timeout", o.PodEvictionTimeout,
+		"How long pods with no toleration for the unreachable or not-ready NoExecute taint stay on a "+
+			"tainted node before they are deleted. Accepted now; used once pod eviction is enabled.")
+
+	fs.Float64Var(&o.NodeEvictionRate, "node-eviction-rate", o.NodeEvictionRate,
+		"Nodes per second that may be tainted NoExecute in a healthy zone. Accepted now; used once pod eviction is enabled.")
+	fs.Float64Var(&o.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", o.SecondaryNodeEvictionRate,
+		"Nodes per second that may be tainted NoExecute in a partially disrupted zone. Accepted now; used once pod eviction is enabled.")
+	fs.Int32Var(&o.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.LargeClusterSizeThreshold,
+		"Zone size at or below which a partially disrupted zone is not tainted NoExecute at all. "+
+			"Accepted now; used once pod eviction is enabled.")
+	fs.Float64Var(&o.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.UnhealthyZoneThreshold,
+		"Share of not-ready nodes (more than two) at which a zone is partially disrupted, in (0, 1]. "+
+			"Accepted now; used once pod eviction is enabled.")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Take a leader election Lease before acting, so that one replica judges nodes at a time.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace,
+		"Namespace of the leader election Lease. Empty means the controller's own namespace, or kube-system outside a cluster.")
+	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID,
+		"Name of the leader election Lease.")
+
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
+		`Address that serves /healthz and /readyz; "0" disables it.`)
+}
+
+// Validate reports every rule the options break, one line per flag.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(flag string, value any, rule string) {
+		errs = append(errs, fmt.Errorf("invalid --%s=%v: %s", flag, value, rule))
+	}
+
+	if o.NodeMonitorPeriod <= 0 {
+		bad("node-monitor-period", o.NodeMonitorPeriod, "must be positive")
+	}
+	if o.NodeMonitorGracePeriod <= 0 {
+		bad("node-monitor-grace-period", o.NodeMonitorGracePeriod, "must be positive")
+	}
+	if o.NodeStartupGracePeriod <= 0 {
+		bad("node-startup-grace-period", o.NodeStartupGracePeriod, "must be positive")
+	} else if o.NodeStartupGracePeriod < o.NodeMonitorGracePeriod {
+		bad("node-startup-grace-period", o.NodeStartupGracePeriod,
+			fmt.Sprintf("must be at least --node-monitor-grace-period (%v)", o.NodeMonitorGracePeriod))
+	}
+	if o.PodEvictionTimeout <= 0 {
+		bad("pod-eviction-timeout", o.PodEvictionTimeout, "must be positive")
+	} else if o.NodeMonitorGracePeriod >= o.PodEvictionTimeout {
+		bad("node-monitor-grace-period", o.NodeMonitorGracePeriod,
+			fmt.Sprintf("must be below --pod-eviction-timeout (%v)", o.PodEvictionTimeout))
+	}
+	// The negated comparisons also refuse NaN.
+	if !(o.NodeEvictionRate >= 0) {
+		bad("node-eviction-rate", o.NodeEvictionRate, "must be a number of nodes per second, at least 0")
+	}
+	if !(o.SecondaryNodeEvictionRate >= 0) {
+		bad("secondary-node-eviction-rate", o.SecondaryNodeEvictionRate, "must be a number of nodes per second, at least 0")
+	}
+	if o.LargeClusterSizeThreshold < 0 {
+		bad("large-cluster-size-threshold", o.LargeClusterSizeThreshold, "must not be negative")
+	}
+	if !(o.UnhealthyZoneThreshold > 0 && o.UnhealthyZoneThreshold <= 1) {
+		bad("unhealthy-zone-threshold", o.UnhealthyZoneThreshold, "must be in (0, 1]")
+	}
+	if o.LeaderElect && o.LeaderElectID == "" {
+		bad("leader-elect-id", `""`, "must not be empty when --leader-elect is set")
+	}
+	return errors.Join(errs...)
+}
