@@ -25,6 +25,13 @@ const LeaseNamespace = corev1.NamespaceNodeLease
 // a race with another writer, most often the kubelet posting a heartbeat.
 const conflictRetryDelay = 20 * time.Millisecond
 
+// The permissions the reconciler uses, and no more.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=nodes/status,verbs=patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kube-node-lease,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler judges one node per call and acts on the verdict.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
