@@ -16,8 +16,9 @@ var (
 	markDelay = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "node_lifecycle_mark_delay_seconds",
 		Help: "Delay between a node's grace deadline and the moment it was marked Unknown.",
-		// 1ms to about 33s: the interesting range is well under a second.
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		// The interesting range is well under a second; the 1s bucket marks
+		// the promise that a node is marked within a second of its deadline.
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	})
 
 	// updateNodeHealthDuration keeps kube-controller-manager's name, so that

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+)
+
+// Short timings, so that a deadline passes in seconds.
+const (
+	grace         = 2 * time.Second
+	startupGrace  = 3 * time.Second
+	monitorPeriod = time.Second
+	heartbeat     = 300 * time.Millisecond
+)
+
+var (
+	cfg     *rest.Config
+	k8s     client.Client
+	testEnv *envtest.Environment
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "e2e suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(25 * time.Millisecond)
+
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		Fail("KUBEBUILDER_ASSETS is not set: run the suite with `make test`, which builds kube-apiserver and etcd into bin/")
+	}
+	_, err := os.Stat(filepath.Join(assets, "kube-apiserver"))
+	Expect(err).NotTo(HaveOccurred(), "kube-apiserver missing from KUBEBUILDER_ASSETS; run `make envtest-assets`")
+
+	testEnv = &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if h := markDelays(); h.GetSampleCount() > 0 {
+		GinkgoWriter.Printf("deadline-to-mark delay over %d marks: mean %.1fms, all within %vs\n",
+			h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()), maxDelayBound(h))
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// startController runs the controllers in a manager of their own until the
+// spec ends, or until the returned function is called.
+func startController() (stop func()) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.Scheme,
+		Cache:                  controllers.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Each spec starts a fresh manager in the same process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	opts := controllers.DefaultOptions()
+	opts.NodeMonitorGracePeriod = grace
+	opts.NodeStartupGracePeriod = startupGrace
+	opts.NodeMonitorPeriod = monitorPeriod
+	Expect(controllers.SetupWithManager(mgr, opts)).To(Succeed())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		Eventually(done).Should(BeClosed())
+	}
+	DeferCleanup(stop)
+	return stop
+}
+
+// markDelays returns the histogram of delays between a deadline and its mark,
+// as the controller measured them on its own clock.
+func markDelays() *dto.Histogram {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == "node_lifecycle_mark_delay_seconds" {
+			return f.GetMetric()[0].GetHistogram()
+		}
+	}
+	return &dto.Histogram{}
+}
+
+// maxDelayBound returns the smallest histogram bound that holds every
+// observation, or +Inf when some fall past the last bound.
+func maxDelayBound(h *dto.Histogram) float64 {
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() == h.GetSampleCount() {
+			return b.GetUpperBound()
+		}
+	}
+	return math.Inf(1)
+}
