@@ -1,0 +1,252 @@
+package nodehealth
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+)
+
+var (
+	t0    = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	grace = health.Grace{Monitor: 50 * time.Second, Startup: time.Minute}
+	req   = ctrl.Request{NamespacedName: client.ObjectKey{Name: "n1"}}
+)
+
+func readyNode() *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-1", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.NewTime(t0.Add(-time.Hour)),
+		}}},
+	}
+}
+
+func nodeLease(renew time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: LeaseNamespace, Name: "n1"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime: &metav1.MicroTime{Time: renew},
+		},
+	}
+}
+
+type fixture struct {
+	r      *Reconciler
+	clock  *clocktesting.FakeClock
+	events *events.FakeRecorder
+	cached client.Client
+}
+
+// newFixture builds a reconciler whose cache and live reads may disagree:
+// cached serves reads and takes writes, live answers the verification reads.
+func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs *interceptor.Funcs) *fixture {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(scheme.Scheme).
+		WithStatusSubresource(&corev1.Node{}).WithObjects(cached...)
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	c := b.Build()
+	if live == nil {
+		live = c
+	}
+	f := &fixture{clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(20), cached: c}
+	f.r = &Reconciler{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events,
+		Tracker: health.NewTracker(), Grace: grace}
+	return f
+}
+
+func (f *fixture) reconcile(t *testing.T) ctrl.Result {
+	t.Helper()
+	res, err := f.r.Reconcile(context.Background(), req)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) node(t *testing.T) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := f.cached.Get(context.Background(), req.NamespacedName, n); err != nil {
+		t.Fatalf("get node: %v", err)
+	}
+	return n
+}
+
+func (f *fixture) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func readyOf(n *corev1.Node) corev1.NodeCondition { return *health.ReadyCondition(n) }
+
+func TestRequeuesAtTheDeadlineAndMarksThere(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, nil, nil)
+
+	if res := f.reconcile(t); res.RequeueAfter != grace.Monitor {
+		t.Fatalf("first look: RequeueAfter = %v, want the full grace %v", res.RequeueAfter, grace.Monitor)
+	}
+	f.clock.Step(30 * time.Second)
+	if res := f.reconcile(t); res.RequeueAfter != 20*time.Second {
+		t.Fatalf("30s later: RequeueAfter = %v, want 20s", res.RequeueAfter)
+	}
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionTrue {
+		t.Fatalf("marked before the deadline: %s", got)
+	}
+
+	f.clock.Step(20 * time.Second)
+	if res := f.reconcile(t); res.RequeueAfter != 0 {
+		t.Fatalf("after marking: RequeueAfter = %v, want none", res.RequeueAfter)
+	}
+	n := f.node(t)
+	ready := readyOf(n)
+	if ready.Status != corev1.ConditionUnknown || ready.Reason != health.ReasonUnknown ||
+		!ready.LastTransitionTime.Time.Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("Ready after the deadline: %+v", ready)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != corev1.TaintNodeUnreachable ||
+		n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+		t.Fatalf("taints: %v", n.Spec.Taints)
+	}
+	evs := strings.Join(f.drainEvents(), "\n")
+	for _, want := range []string{ReasonRegisteredNode, ReasonNodeNotReady} {
+		if !strings.Contains(evs, want) {
+			t.Errorf("no %s event in %q", want, evs)
+		}
+	}
+
+	// Looking again changes nothing and emits nothing.
+	f.clock.Step(time.Minute)
+	f.reconcile(t)
+	if evs := f.drainEvents(); len(evs) != 0 {
+		t.Errorf("second look emitted %v", evs)
+	}
+}
+
+func TestLiveReadCancelsAVerdictFromALaggingCache(t *testing.T) {
+	// The cache still holds the first renewal; the apiserver has a later one.
+	liveClient := fake.NewClientBuilder().WithScheme(scheme.Scheme).
+		WithObjects(readyNode(), nodeLease(t0.Add(45*time.Second))).Build()
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, liveClient, nil)
+
+	f.reconcile(t)
+	f.clock.Step(50 * time.Second)
+	res := f.reconcile(t)
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionTrue {
+		t.Fatalf("a live node was marked %s", got)
+	}
+	if res.RequeueAfter != grace.Monitor {
+		t.Fatalf("RequeueAfter = %v, want a fresh grace period %v from the live heartbeat", res.RequeueAfter, grace.Monitor)
+	}
+	// When the cache catches up with what was read live, that is no new
+	// heartbeat: the node is marked at the new deadline.
+	if err := f.cached.Update(context.Background(), withRenew(t, f.cached, t0.Add(45*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionUnknown {
+		t.Fatalf("not marked at the new deadline: %s", got)
+	}
+}
+
+func withRenew(t *testing.T, c client.Client, at time.Time) *coordinationv1.Lease {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: LeaseNamespace, Name: "n1"}, l); err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: at}
+	return l
+}
+
+func TestNeverReportedNodeGetsTheStartupGrace(t *testing.T) {
+	n := readyNode()
+	n.Status.Conditions = nil
+	f := newFixture(t, []client.Object{n}, nil, nil)
+	if res := f.reconcile(t); res.RequeueAfter != grace.Startup {
+		t.Fatalf("RequeueAfter = %v, want the startup grace", res.RequeueAfter)
+	}
+	f.clock.Step(grace.Startup)
+	f.reconcile(t)
+	ready := readyOf(f.node(t))
+	if ready.Reason != health.ReasonNeverUpdated || !ready.LastHeartbeatTime.Equal(&n.CreationTimestamp) {
+		t.Fatalf("Ready = %+v", ready)
+	}
+}
+
+func TestALostWriteRaceIsRetriedShortly(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", nil)
+	f := newFixture(t, []client.Object{readyNode()}, nil, &interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return conflict
+		},
+	})
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	res, err := f.r.Reconcile(context.Background(), req)
+	if err != nil || res.RequeueAfter != conflictRetryDelay {
+		t.Fatalf("got %v, %v; want a retry after %v and no error", res, err, conflictRetryDelay)
+	}
+}
+
+func TestADeletedNodeIsForgotten(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode()}, nil, nil)
+	f.reconcile(t)
+	if err := f.cached.Delete(context.Background(), readyNode()); err != nil {
+		t.Fatal(err)
+	}
+	f.drainEvents()
+	f.reconcile(t)
+	if f.r.Tracker.Len() != 0 {
+		t.Fatal("deleted node still tracked")
+	}
+	if evs := f.drainEvents(); len(evs) != 1 || !strings.Contains(evs[0], ReasonRemovingNode) {
+		t.Fatalf("events = %v", evs)
+	}
+	// A name that never existed is no error and no event.
+	f.reconcile(t)
+	if evs := f.drainEvents(); len(evs) != 0 {
+		t.Fatalf("events for an unknown node: %v", evs)
+	}
+}
+
+func TestNodeDeletedDuringTheLiveRead(t *testing.T) {
+	live := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	f := newFixture(t, []client.Object{readyNode()}, live, nil)
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	if res := f.reconcile(t); res.RequeueAfter != 0 {
+		t.Fatalf("RequeueAfter = %v", res.RequeueAfter)
+	}
+	if f.r.Tracker.Len() != 0 {
+		t.Fatal("node gone from the apiserver still tracked")
+	}
+}
