@@ -21,7 +21,7 @@ func newNodeName() string { return "node-" + rand.String(6) }
 
 // createNode creates a Node and, when ready is not empty, posts a Ready
 // condition with that status, as a registering kubelet does.
-func createNode(name string, ready corev1.ConditionStatus) *corev1.Node {
+func createNode(name string, ready corev1.ConditionStatus) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	Expect(k8s.Create(context.Background(), node)).To(Succeed())
 	DeferCleanup(func() {
@@ -31,7 +31,6 @@ func createNode(name string, ready corev1.ConditionStatus) *corev1.Node {
 	if ready != "" {
 		postReady(name, ready)
 	}
-	return node
 }
 
 // postReady writes the Ready condition with a fresh heartbeat time, as the

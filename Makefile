@@ -1,0 +1,158 @@
+# Image URL to use all building/pushing image targets.
+IMG ?= node-lifecycle-controller:latest
+
+# CONTAINER_TOOL defines the container tool to be used for building images.
+CONTAINER_TOOL ?= docker
+
+# Setting SHELL to bash allows bash commands to be executed by recipes.
+# Options are set to exit when a recipe line exits non-zero or a piped command fails.
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.DEFAULT_GOAL := help
+
+##@ General
+
+# The help target prints out all targets with their descriptions organized
+# beneath their categories. The categories are represented by '##@' and the
+# target descriptions by '##'. The awk command is responsible for reading the
+# entire set of makefiles included in this invocation, looking for lines of the
+# file as xyz: ## something, and then pretty-format the target and help. Then,
+# if there's a line with ##@ something, that gets pretty-printed as a category.
+# More info on the usage of ANSI control characters for terminal formatting:
+# https://en.wikipedia.org/wiki/ANSI_escape_code#SGR_parameters
+# More info on the awk command:
+# http://linuxcommand.org/lc3_adv_awk.php
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate the ClusterRole and Role in config/rbac from the +kubebuilder:rbac markers.
+	$(CONTROLLER_GEN) rbac:roleName=node-lifecycle-controller paths="./..." output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods for the API types under api/.
+	$(CONTROLLER_GEN) object paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt against code.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet against code.
+	go vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint.
+	$(GOLANGCI_LINT) run
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
+	$(GOLANGCI_LINT) run --fix
+
+.PHONY: lint-config
+lint-config: golangci-lint ## Verify the golangci-lint configuration.
+	$(GOLANGCI_LINT) config verify
+
+.PHONY: test
+test: envtest-assets ## Run every test with the race detector, against the control plane in bin/.
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the controller binary into bin/node-lifecycle-controller.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/node-lifecycle-controller .
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the controller from your host against the cluster in $KUBECONFIG, without leader election; more flags in ARGS.
+	go run . --leader-elect=false $(ARGS)
+
+.PHONY: docker-build
+docker-build: ## Build the container image IMG (default node-lifecycle-controller:latest).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+##@ Deployment
+
+ifndef ignore-not-found
+  ignore-not-found = false
+endif
+
+.PHONY: deploy
+deploy: ## Deploy config/default to the cluster in the current kubeconfig context (needs kubectl).
+	$(KUBECTL) apply -k config/default
+
+.PHONY: undeploy
+undeploy: ## Remove config/default from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
+	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+
+##@ Dependencies
+
+## Location to install dependencies to.
+LOCALBIN ?= $(shell pwd)/bin
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+## Tool binaries.
+KUBECTL ?= kubectl
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+
+## Tool versions.
+# v0.23 is the controller-tools line built against k8s.io v0.37, as this module is.
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+
+.PHONY: controller-gen
+controller-gen: $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION) ## Build controller-gen into bin/ if necessary.
+	@ln -sf controller-gen-$(CONTROLLER_TOOLS_VERSION) $(LOCALBIN)/controller-gen
+$(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/controller-gen,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Build golangci-lint into bin/ if necessary.
+	@ln -sf golangci-lint-$(GOLANGCI_LINT_VERSION) $(LOCALBIN)/golangci-lint
+$(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/golangci-lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+## Control plane for the envtest suites: kube-apiserver, etcd and
+## kube-controller-manager, built from source by the test/tools module (which
+## pins k8s.io/kubernetes and etcd) instead of downloaded by setup-envtest.
+## Each is rebuilt only when missing or older than test/tools/go.mod or go.sum.
+KUBE_APISERVER ?= $(LOCALBIN)/kube-apiserver
+ETCD ?= $(LOCALBIN)/etcd
+KUBE_CONTROLLER_MANAGER ?= $(LOCALBIN)/kube-controller-manager
+TOOLS_MODULE := test/tools/go.mod test/tools/go.sum
+
+.PHONY: envtest-assets
+envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build the envtest control plane into bin/ if necessary (the first build takes minutes).
+
+$(KUBE_APISERVER): $(TOOLS_MODULE) | $(LOCALBIN)
+	cd test/tools && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+
+$(ETCD): $(TOOLS_MODULE) | $(LOCALBIN)
+	cd test/tools && go build -o $(abspath $@) go.etcd.io/etcd/server/v3
+
+$(KUBE_CONTROLLER_MANAGER): $(TOOLS_MODULE) | $(LOCALBIN)
+	cd test/tools && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-controller-manager
+
+# go-install-tool builds a pinned Go command into $(LOCALBIN) as <name>-<version>.
+# The unversioned <name> is a symlink to it, refreshed by the tool's phony target,
+# so that changing a version builds the new one instead of reusing the old.
+# $1 - target path of the binary, without version
+# $2 - package to install
+# $3 - version of the package
+define go-install-tool
+@{ \
+set -e; \
+package=$(2)@$(3) ;\
+echo "Building $${package}" ;\
+rm -f "$(1)" ;\
+GOBIN="$(LOCALBIN)" go install "$${package}" ;\
+mv "$(1)" "$(1)-$(3)" ;\
+}
+endef
