@@ -106,6 +106,7 @@ func run(args []string) error {
 		NodeMonitorGracePeriod: opts.NodeMonitorGracePeriod,
 		NodeStartupGracePeriod: opts.NodeStartupGracePeriod,
 		NodeMonitorPeriod:      opts.NodeMonitorPeriod,
+		PodEvictionTimeout:     opts.PodEvictionTimeout,
 	}); err != nil {
 		return err
 	}

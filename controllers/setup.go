@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	// NodeMonitorPeriod is the period of the safety resync that catches
 	// deadlines a requeue missed.
 	NodeMonitorPeriod time.Duration
+	// PodEvictionTimeout is how long pods without a toleration for the
+	// unreachable or not-ready NoExecute taint stay on a tainted node.
+	PodEvictionTimeout time.Duration
 	// Clock drives every deadline; nil means the real clock.
 	Clock clock.WithTicker
 }
@@ -41,20 +45,23 @@ func DefaultOptions() Options {
 		NodeMonitorGracePeriod: 50 * time.Second,
 		NodeStartupGracePeriod: time.Minute,
 		NodeMonitorPeriod:      5 * time.Second,
+		PodEvictionTimeout:     5 * time.Minute,
 	}
 }
 
 func (o Options) validate() error {
-	if o.NodeMonitorGracePeriod <= 0 || o.NodeStartupGracePeriod <= 0 || o.NodeMonitorPeriod <= 0 {
-		return errors.New("grace periods and the monitor period must be positive")
+	if o.NodeMonitorGracePeriod <= 0 || o.NodeStartupGracePeriod <= 0 || o.NodeMonitorPeriod <= 0 || o.PodEvictionTimeout <= 0 {
+		return errors.New("grace periods, the monitor period and the pod eviction timeout must be positive")
 	}
 	return nil
 }
 
 // CacheOptions returns the cache settings the controllers need: Leases are
-// watched in kube-node-lease only.
+// watched in kube-node-lease only, and managed fields, which nothing here
+// reads, are dropped from every cached object.
 func CacheOptions() cache.Options {
 	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{corev1.NamespaceNodeLease: {}}},
 		},
@@ -86,6 +93,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)
+	}
+	pe := &podeviction.Reconciler{
+		Client:             mgr.GetClient(),
+		Clock:              clk,
+		Recorder:           mgr.GetEventRecorder(podeviction.ControllerName),
+		PodEvictionTimeout: opts.PodEvictionTimeout,
+		BlockedRetry:       opts.NodeMonitorPeriod,
+	}
+	if err := pe.SetupWithManager(context.Background(), mgr); err != nil {
+		return fmt.Errorf("set up pod eviction controller: %w", err)
 	}
 	return nil
 }

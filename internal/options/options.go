@@ -107,7 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"The grace period for a node that has never posted a Ready condition. Must be at least --node-monitor-grace-period.")
 	fs.DurationVar(&o.PodEvictionTimeout, "pod-eviction-timeout", o.PodEvictionTimeout,
 		"How long pods with no toleration for the unreachable or not-ready NoExecute taint stay on a "+
-			"tainted node before they are deleted. Accepted now; used once pod eviction is enabled.")
+			"tainted node before they are deleted, counted from the taint's timeAdded.")
 
 	fs.Float64Var(&o.NodeEvictionRate, "node-eviction-rate", o.NodeEvictionRate,
 		"Nodes per second that may be tainted NoExecute in a healthy zone. Accepted now; used once pod eviction is enabled.")

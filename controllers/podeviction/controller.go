@@ -1,0 +1,240 @@
+package podeviction
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+)
+
+// PodNodeNameField indexes pods by the node they are bound to.
+const PodNodeNameField = "spec.nodeName"
+
+// deleteWorkers bounds how many pods of one node are deleted at once.
+const deleteWorkers = 16
+
+// The permissions the reconciler uses, and no more.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Gate says whether evictions may proceed now. The disruption guard closes
+// it while the fault looks like the control plane's or the network's rather
+// than the nodes'.
+type Gate interface {
+	// EvictionAllowed reports whether pods on the node may be deleted now,
+	// and if not, why.
+	EvictionAllowed(node *corev1.Node) (bool, string)
+}
+
+// Reconciler deletes the pods of one node whose NoExecute deadline passed.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the apiserver.
+	Client client.Client
+	// Clock decides which deadlines have passed.
+	Clock clock.PassiveClock
+	// Recorder emits events on evicted pods.
+	Recorder events.EventRecorder
+	// PodEvictionTimeout applies to pods without a toleration for the
+	// unreachable or not-ready taint.
+	PodEvictionTimeout time.Duration
+	// Gate may hold evictions back; nil lets them all through.
+	Gate Gate
+	// BlockedRetry is how soon a node whose evictions the gate held back is
+	// looked at again.
+	BlockedRetry time.Duration
+
+	pending pendingCounts
+	// untimed remembers when a NoExecute taint without timeAdded was first
+	// seen, so that its deadline does not move on every look.
+	untimed sync.Map // untimedKey -> time.Time
+}
+
+type untimedKey struct{ node, taint string }
+
+// Reconcile deletes the node's pods whose deadline has passed and requeues
+// for the next deadline.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Pods of a deleted node are the pod garbage collector's.
+			r.pending.set(req.Name, 0)
+			r.forgetUntimed(req.Name, nil)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get node %q: %w", req.Name, err)
+	}
+	noExecute := r.noExecuteTaints(node, now)
+	if len(noExecute) == 0 {
+		r.pending.set(node.Name, 0)
+		return ctrl.Result{}, nil
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingFields{PodNodeNameField: node.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
+	}
+	var due []*corev1.Pod
+	var dueAt []time.Time
+	var next time.Time
+	pending := 0
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		d := eviction.Deadline(pod, noExecute, r.PodEvictionTimeout, now)
+		switch {
+		case !d.Evict:
+		case d.At.After(now):
+			pending++
+			if next.IsZero() || d.At.Before(next) {
+				next = d.At
+			}
+		default:
+			due = append(due, pod)
+			dueAt = append(dueAt, d.At)
+		}
+	}
+
+	if len(due) > 0 {
+		if allowed, why := r.allowed(node); !allowed {
+			ctrl.LoggerFrom(ctx).V(1).Info("Evictions held back", "pods", len(due), "reason", why)
+			r.pending.set(node.Name, pending+len(due))
+			return ctrl.Result{RequeueAfter: r.BlockedRetry}, nil
+		}
+		if err := r.evictAll(ctx, node, due, dueAt); err != nil {
+			r.pending.set(node.Name, pending+len(due))
+			return ctrl.Result{}, err
+		}
+	}
+	r.pending.set(node.Name, pending)
+	if next.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
+}
+
+// noExecuteTaints returns the node's NoExecute taints, with a first-seen
+// time filled in for those that carry none.
+func (r *Reconciler) noExecuteTaints(node *corev1.Node, now time.Time) []corev1.Taint {
+	var out []corev1.Taint
+	keep := map[string]bool{}
+	for _, t := range node.Spec.Taints {
+		if t.Effect != corev1.TaintEffectNoExecute {
+			continue
+		}
+		if t.TimeAdded == nil {
+			seen, _ := r.untimed.LoadOrStore(untimedKey{node.Name, t.Key}, now)
+			t.TimeAdded = &metav1.Time{Time: seen.(time.Time)}
+			keep[t.Key] = true
+		}
+		out = append(out, t)
+	}
+	r.forgetUntimed(node.Name, keep)
+	return out
+}
+
+// forgetUntimed drops the first-seen times of a node's untimed taints, but
+// for those in keep.
+func (r *Reconciler) forgetUntimed(node string, keep map[string]bool) {
+	r.untimed.Range(func(k, _ any) bool {
+		if key := k.(untimedKey); key.node == node && !keep[key.taint] {
+			r.untimed.Delete(k)
+		}
+		return true
+	})
+}
+
+func (r *Reconciler) allowed(node *corev1.Node) (bool, string) {
+	if r.Gate == nil {
+		return true, ""
+	}
+	return r.Gate.EvictionAllowed(node)
+}
+
+// evictAll deletes the pods, a bounded number at a time.
+func (r *Reconciler) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, deadlines []time.Time) error {
+	errs := make([]error, len(pods))
+	sem := make(chan struct{}, deleteWorkers)
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = r.evict(ctx, node, pods[i], deadlines[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// evict marks a pod as a disruption target and deletes it.
+func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, deadline time.Time) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("Pod", client.ObjectKeyFromObject(pod))
+	r.eventEvicting(pod, node)
+
+	base := pod.DeepCopy()
+	if setDisruptionTarget(pod, metav1.NewTime(r.Clock.Now())) {
+		if err := r.Client.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("patch pod %s/%s status: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	if err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// Gone already, or replaced by a new pod of the same name.
+			return nil
+		}
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	delay := r.Clock.Since(deadline)
+	podDeletions.Inc()
+	evictionDelay.Observe(delay.Seconds())
+	log.Info("Evicted pod", "deadline", deadline, "delay", delay)
+	return nil
+}
+
+// setDisruptionTarget sets the pod's DisruptionTarget condition and reports
+// whether it changed.
+func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) bool {
+	want := corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: disruptionReason, Message: disruptionMessage, LastTransitionTime: now,
+	}
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type != corev1.DisruptionTarget {
+			continue
+		}
+		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+			return false
+		}
+		*c = want
+		return true
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, want)
+	return true
+}

@@ -1,0 +1,149 @@
+package podeviction
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+var (
+	t0  = time.Date(2026, 7, 8, 9, 10, 11, 0, time.UTC)
+	req = ctrl.Request{NamespacedName: client.ObjectKey{Name: "n1"}}
+)
+
+const timeout = 5 * time.Minute
+
+func taintedNode(taints ...corev1.Taint) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{Taints: taints}}
+}
+
+func unreachable(added *time.Time) corev1.Taint {
+	t := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
+	if added != nil {
+		t.TimeAdded = &metav1.Time{Time: *added}
+	}
+	return t
+}
+
+func pod(name string, seconds *int64) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{NodeName: "n1"}}
+	if seconds != nil {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}}
+	}
+	return p
+}
+
+type gate struct{ open bool }
+
+func (g *gate) EvictionAllowed(*corev1.Node) (bool, string) { return g.open, "test gate" }
+
+func newReconciler(objs ...client.Object) (*Reconciler, client.Client, *clocktesting.FakeClock) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+		WithStatusSubresource(&corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, PodNodeNameField, podNodeName).Build()
+	clk := clocktesting.NewFakeClock(t0)
+	return &Reconciler{Client: c, Clock: clk, Recorder: events.NewFakeRecorder(100),
+		PodEvictionTimeout: timeout, BlockedRetry: 5 * time.Second}, c, clk
+}
+
+func exists(t *testing.T, c client.Client, name string) bool {
+	t.Helper()
+	err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &corev1.Pod{})
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func run(t *testing.T, r *Reconciler) ctrl.Result {
+	t.Helper()
+	res, err := r.Reconcile(context.Background(), req)
+	if err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func TestEvictsEachPodAtItsDeadline(t *testing.T) {
+	r, c, clk := newReconciler(taintedNode(unreachable(&t0)),
+		pod("short", ptr.To[int64](30)), pod("plain", nil), pod("forever", nil))
+	forever := &corev1.Pod{}
+	_ = c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "forever"}, forever)
+	forever.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	if err := c.Update(context.Background(), forever); err != nil {
+		t.Fatal(err)
+	}
+
+	if res := run(t, r); res.RequeueAfter != 30*time.Second {
+		t.Fatalf("RequeueAfter = %v, want 30s", res.RequeueAfter)
+	}
+	clk.Step(30 * time.Second)
+	if res := run(t, r); res.RequeueAfter != timeout-30*time.Second {
+		t.Fatalf("RequeueAfter = %v, want the rest of the default timeout", res.RequeueAfter)
+	}
+	if exists(t, c, "short") || !exists(t, c, "plain") {
+		t.Fatal("only the short toleration should have run out")
+	}
+	clk.Step(timeout)
+	if res := run(t, r); res.RequeueAfter != 0 {
+		t.Fatalf("RequeueAfter = %v, want none: the last pod tolerates forever", res.RequeueAfter)
+	}
+	if exists(t, c, "plain") || !exists(t, c, "forever") {
+		t.Fatal("plain should be gone and forever kept")
+	}
+}
+
+func TestAClosedGateHoldsEvictionsBack(t *testing.T) {
+	r, c, _ := newReconciler(taintedNode(unreachable(&t0)), pod("p", ptr.To[int64](0)))
+	g := &gate{}
+	r.Gate = g
+	if res := run(t, r); res.RequeueAfter != r.BlockedRetry || !exists(t, c, "p") {
+		t.Fatalf("closed gate: RequeueAfter %v, pod exists %v", res.RequeueAfter, exists(t, c, "p"))
+	}
+	g.open = true
+	run(t, r)
+	if exists(t, c, "p") {
+		t.Fatal("open gate: pod kept")
+	}
+}
+
+func TestATaintWithoutTimeCountsFromWhenItWasFirstSeen(t *testing.T) {
+	r, c, clk := newReconciler(taintedNode(unreachable(nil)), pod("p", ptr.To[int64](60)))
+	if res := run(t, r); res.RequeueAfter != time.Minute {
+		t.Fatalf("RequeueAfter = %v", res.RequeueAfter)
+	}
+	clk.Step(59 * time.Second)
+	if res := run(t, r); res.RequeueAfter != time.Second {
+		t.Fatalf("deadline moved: RequeueAfter = %v, want 1s", res.RequeueAfter)
+	}
+	clk.Step(time.Second)
+	run(t, r)
+	if exists(t, c, "p") {
+		t.Fatal("pod kept past its deadline")
+	}
+}
+
+func TestNoNoExecuteTaintNoEviction(t *testing.T) {
+	r, c, clk := newReconciler(taintedNode(corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}), pod("p", nil))
+	clk.Step(time.Hour)
+	if res := run(t, r); res.RequeueAfter != 0 || !exists(t, c, "p") {
+		t.Fatal("a NoSchedule taint evicted a pod")
+	}
+}

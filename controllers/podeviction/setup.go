@@ -1,0 +1,85 @@
+package podeviction
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "pod-eviction"
+
+// Workers is how many nodes are worked on at once.
+const Workers = 8
+
+// SetupWithManager indexes pods by node and registers the reconciler: it
+// watches Nodes whose NoExecute taints change and pods whose binding or
+// tolerations change.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodNodeNameField, podNodeName); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: noExecuteTaintsChanged})).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
+			handler.TypedEnqueueRequestsFromMapFunc(podToNode),
+			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
+		Complete(r)
+}
+
+func podNodeName(obj client.Object) []string {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return nil
+	}
+	return []string{pod.Spec.NodeName}
+}
+
+// podToNode maps a bound pod to its node.
+func podToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pod.Spec.NodeName}}}
+}
+
+// noExecuteTaintsChanged passes Node updates that change its NoExecute taints.
+func noExecuteTaintsChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(noExecute(o.Spec.Taints), noExecute(n.Spec.Taints))
+}
+
+func noExecute(taints []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// podEvictionInputsChanged passes pod updates that can change its deadline.
+func podEvictionInputsChanged(e event.TypedUpdateEvent[*corev1.Pod]) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.Spec.NodeName != n.Spec.NodeName ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		!equality.Semantic.DeepEqual(o.Spec.Tolerations, n.Spec.Tolerations)
+}
