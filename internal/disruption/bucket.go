@@ -1,0 +1,68 @@
+package disruption
+
+import (
+	"math"
+	"time"
+)
+
+// Bucket is a token bucket with a burst of one, driven by the times it is
+// given rather than by a clock of its own.
+type Bucket struct {
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+// NewBucket returns a full bucket that refills at rate tokens per second.
+func NewBucket(rate float64, now time.Time) *Bucket {
+	return &Bucket{rate: rate, tokens: 1, last: now}
+}
+
+// Rate returns the refill rate.
+func (b *Bucket) Rate() float64 { return b.rate }
+
+// SetRate changes the refill rate from now on; the tokens already earned are
+// kept, so a faster rate does not grant a burst.
+func (b *Bucket) SetRate(rate float64, now time.Time) {
+	b.refill(now)
+	b.rate = rate
+}
+
+func (b *Bucket) refill(now time.Time) {
+	if now.After(b.last) {
+		b.tokens = math.Min(1, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+		b.last = now
+	}
+}
+
+// Take takes a token if one is there. Otherwise it returns how long until
+// one will be, or false for ok and a negative wait when the rate is zero and
+// none ever will.
+func (b *Bucket) Take(now time.Time) (ok bool, wait time.Duration) {
+	b.refill(now)
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	if b.rate <= 0 {
+		return false, -1
+	}
+	return false, b.until(1)
+}
+
+// Wait returns how long until n tokens will have accumulated from what is
+// there now, or a negative wait when the rate is zero.
+func (b *Bucket) Wait(n float64, now time.Time) time.Duration {
+	b.refill(now)
+	if b.tokens >= n {
+		return 0
+	}
+	if b.rate <= 0 {
+		return -1
+	}
+	return b.until(n)
+}
+
+func (b *Bucket) until(n float64) time.Duration {
+	return time.Duration(math.Ceil((n - b.tokens) / b.rate * float64(time.Second)))
+}
