@@ -12,7 +12,9 @@ import (
 var t0 = time.Date(2026, 9, 10, 11, 12, 13, 0, time.UTC)
 
 func TestZoneKey(t *testing.T) {
-	n := func(labels map[string]string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}} }
+	n := func(labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}
+	}
 	tests := []struct {
 		labels map[string]string
 		want   string
