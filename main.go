@@ -103,10 +103,16 @@ func run(args []string) error {
 		return fmt.Errorf("create manager: %w", err)
 	}
 	if err := controllers.SetupWithManager(mgr, controllers.Options{
-		NodeMonitorGracePeriod: opts.NodeMonitorGracePeriod,
-		NodeStartupGracePeriod: opts.NodeStartupGracePeriod,
-		NodeMonitorPeriod:      opts.NodeMonitorPeriod,
-		PodEvictionTimeout:     opts.PodEvictionTimeout,
+		NodeMonitorGracePeriod:    opts.NodeMonitorGracePeriod,
+		NodeStartupGracePeriod:    opts.NodeStartupGracePeriod,
+		NodeMonitorPeriod:         opts.NodeMonitorPeriod,
+		PodEvictionTimeout:        opts.PodEvictionTimeout,
+		NodeEvictionRate:          opts.NodeEvictionRate,
+		SecondaryNodeEvictionRate: opts.SecondaryNodeEvictionRate,
+		LargeClusterSizeThreshold: int(opts.LargeClusterSizeThreshold),
+		UnhealthyZoneThreshold:    opts.UnhealthyZoneThreshold,
+		PartitionFreezeThreshold:  opts.PartitionFreezeThreshold,
+		PartitionFreezeCooldown:   opts.FreezeCooldown(),
 	}); err != nil {
 		return err
 	}

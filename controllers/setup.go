@@ -17,7 +17,9 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
 // Options configures the controllers. The zero value is not valid; start
@@ -35,6 +37,24 @@ type Options struct {
 	// PodEvictionTimeout is how long pods without a toleration for the
 	// unreachable or not-ready NoExecute taint stay on a tainted node.
 	PodEvictionTimeout time.Duration
+	// NodeEvictionRate is the NoExecute tainting rate, in nodes per second,
+	// of a zone that is not partially disrupted.
+	NodeEvictionRate float64
+	// SecondaryNodeEvictionRate is the rate of a partially disrupted zone
+	// larger than LargeClusterSizeThreshold.
+	SecondaryNodeEvictionRate float64
+	// LargeClusterSizeThreshold is the zone size at or below which a
+	// partially disrupted zone is not tainted at all.
+	LargeClusterSizeThreshold int
+	// UnhealthyZoneThreshold is the not-ready share (more than two nodes) at
+	// which a zone is partially disrupted.
+	UnhealthyZoneThreshold float64
+	// PartitionFreezeThreshold is the share of nodes whose heartbeats, lost
+	// within one grace period, freeze destructive work; 0 turns it off.
+	PartitionFreezeThreshold float64
+	// PartitionFreezeCooldown is how long the silent share must stay below
+	// the threshold before a freeze ends.
+	PartitionFreezeCooldown time.Duration
 	// Clock drives every deadline; nil means the real clock.
 	Clock clock.WithTicker
 }
@@ -42,16 +62,28 @@ type Options struct {
 // DefaultOptions returns kube-controller-manager's timings.
 func DefaultOptions() Options {
 	return Options{
-		NodeMonitorGracePeriod: 50 * time.Second,
-		NodeStartupGracePeriod: time.Minute,
-		NodeMonitorPeriod:      5 * time.Second,
-		PodEvictionTimeout:     5 * time.Minute,
+		NodeMonitorGracePeriod:    50 * time.Second,
+		NodeStartupGracePeriod:    time.Minute,
+		NodeMonitorPeriod:         5 * time.Second,
+		PodEvictionTimeout:        5 * time.Minute,
+		NodeEvictionRate:          0.1,
+		SecondaryNodeEvictionRate: 0.01,
+		LargeClusterSizeThreshold: 50,
+		UnhealthyZoneThreshold:    0.55,
+		PartitionFreezeThreshold:  0.6,
+		PartitionFreezeCooldown:   50 * time.Second,
 	}
 }
 
 func (o Options) validate() error {
 	if o.NodeMonitorGracePeriod <= 0 || o.NodeStartupGracePeriod <= 0 || o.NodeMonitorPeriod <= 0 || o.PodEvictionTimeout <= 0 {
 		return errors.New("grace periods, the monitor period and the pod eviction timeout must be positive")
+	}
+	if o.NodeEvictionRate < 0 || o.SecondaryNodeEvictionRate < 0 || o.LargeClusterSizeThreshold < 0 {
+		return errors.New("eviction rates and the large cluster size threshold must not be negative")
+	}
+	if o.UnhealthyZoneThreshold <= 0 || o.UnhealthyZoneThreshold > 1 || o.PartitionFreezeThreshold < 0 || o.PartitionFreezeThreshold > 1 {
+		return errors.New("the unhealthy zone threshold must be in (0, 1] and the partition freeze threshold in [0, 1]")
 	}
 	return nil
 }
@@ -83,6 +115,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	})); err != nil {
 		return fmt.Errorf("add lease namespace check: %w", err)
 	}
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	guard := disruption.NewGuard(disruption.Config{
+		Rates: disruption.Rates{
+			Normal:                    opts.NodeEvictionRate,
+			Secondary:                 opts.SecondaryNodeEvictionRate,
+			LargeClusterSizeThreshold: opts.LargeClusterSizeThreshold,
+		},
+		UnhealthyZoneThreshold: opts.UnhealthyZoneThreshold,
+		FreezeThreshold:        opts.PartitionFreezeThreshold,
+		FreezeWindow:           opts.NodeMonitorGracePeriod,
+		FreezeCooldown:         opts.PartitionFreezeCooldown,
+	})
 	r := &nodehealth.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -90,6 +136,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(nodehealth.ControllerName),
 		Tracker:   health.NewTracker(),
 		Grace:     health.Grace{Monitor: opts.NodeMonitorGracePeriod, Startup: opts.NodeStartupGracePeriod},
+		Guard:     guard,
 	}
 	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)
@@ -99,13 +146,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Clock:              clk,
 		Recorder:           mgr.GetEventRecorder(podeviction.ControllerName),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
+		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,
 	}
-	if err := pe.SetupWithManager(context.Background(), mgr); err != nil {
+	if err := pe.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up pod eviction controller: %w", err)
 	}
 	return nil
 }
+
+// guardGate lets the disruption guard hold pod evictions back.
+type guardGate struct{ g *disruption.Guard }
+
+// EvictionAllowed holds evictions back during a partition freeze or while every zone is down.
+func (gg guardGate) EvictionAllowed(*corev1.Node) (bool, string) { return gg.g.DestructiveAllowed() }
 
 // EnsureLeaseNamespace creates kube-node-lease when it is missing. The
 // apiserver normally creates it; a control plane that does not leaves the

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
@@ -31,6 +32,8 @@ const conflictRetryDelay = 20 * time.Millisecond
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=kube-node-lease,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Reconciler judges one node per call and acts on the verdict.
 type Reconciler struct {
@@ -48,6 +51,11 @@ type Reconciler struct {
 	Tracker *health.Tracker
 	// Grace holds the grace periods.
 	Grace health.Grace
+	// Guard decides when NoExecute taints may be added and whether
+	// destructive work is allowed at all.
+	Guard *disruption.Guard
+
+	kicker *kicker
 }
 
 // Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
@@ -85,14 +93,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.reconcileTaints(ctx, node, now); err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v), now), now)
+	retry, err := r.reconcileNoExecute(ctx, node, now)
+	if err != nil {
+		return r.settle(ctx, req.Name, err)
+	}
+	if wantedNoExecute(node) != "" && !r.Guard.Frozen() {
+		if err := r.markPodsNotReady(ctx, node, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	moveState(r.Tracker.Judged(node.Name, v), v.State)
-	if v.Expired {
-		// Nothing is due until a heartbeat arrives, and a heartbeat is an
-		// event.
-		return ctrl.Result{}, nil
+	// Look again at the deadline, or when the guard may let a taint
+	// through, whichever comes first; an expired node needs nothing until a
+	// heartbeat arrives, and a heartbeat is an event.
+	next := retry
+	if !v.Expired && (next == 0 || v.Deadline.Sub(now) < next) {
+		next = v.Deadline.Sub(now)
 	}
-	return ctrl.Result{RequeueAfter: v.Deadline.Sub(now)}, nil
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // markUnreachable marks a node whose deadline passed. It first reads the node
@@ -180,6 +200,8 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	if !ok {
 		return
 	}
+	now := r.Clock.Now()
+	r.applyChange(ctx, r.Guard.Remove(name, now), now)
 	moveState(state, health.StateUnjudged)
 	ctrl.LoggerFrom(ctx).V(1).Info("Node is gone; forgetting it")
 	r.eventRemoving(name, uid)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -20,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
 var (
@@ -61,7 +64,8 @@ type fixture struct {
 func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs *interceptor.Funcs) *fixture {
 	t.Helper()
 	b := fake.NewClientBuilder().WithScheme(scheme.Scheme).
-		WithStatusSubresource(&corev1.Node{}).WithObjects(cached...)
+		WithStatusSubresource(&corev1.Node{}, &corev1.Pod{}).WithObjects(cached...).
+		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc())
 	if funcs != nil {
 		b = b.WithInterceptorFuncs(*funcs)
 	}
@@ -71,7 +75,8 @@ func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs 
 	}
 	f := &fixture{clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(20), cached: c}
 	f.r = &Reconciler{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events,
-		Tracker: health.NewTracker(), Grace: grace}
+		Tracker: health.NewTracker(), Grace: grace,
+		Guard: disruption.NewGuard(disruption.Config{Rates: disruption.Rates{Normal: 0.1}, UnhealthyZoneThreshold: 0.55})}
 	return f
 }
 
@@ -131,8 +136,9 @@ func TestRequeuesAtTheDeadlineAndMarksThere(t *testing.T) {
 		!ready.LastTransitionTime.Time.Equal(t0.Add(50*time.Second)) {
 		t.Fatalf("Ready after the deadline: %+v", ready)
 	}
-	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != corev1.TaintNodeUnreachable ||
-		n.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
+	// A lone node that goes silent is a cluster with every zone down: it
+	// gets the NoSchedule taint but no NoExecute one.
+	if len(n.Spec.Taints) != 1 || !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) {
 		t.Fatalf("taints: %v", n.Spec.Taints)
 	}
 	evs := strings.Join(f.drainEvents(), "\n")
@@ -249,4 +255,112 @@ func TestNodeDeletedDuringTheLiveRead(t *testing.T) {
 	if f.r.Tracker.Len() != 0 {
 		t.Fatal("node gone from the apiserver still tracked")
 	}
+}
+
+func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			return true
+		}
+	}
+	return false
+}
+
+func readyPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+func TestUnreachableNodeGetsNoExecuteAndItsPodsGoNotReady(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1"), readyPod("other", "n2")}, nil, nil)
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+	for name, want := range map[string]corev1.ConditionStatus{"p1": corev1.ConditionFalse, "other": corev1.ConditionTrue} {
+		p := &corev1.Pod{}
+		if err := f.cached.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Status.Conditions[0].Status; got != want {
+			t.Errorf("pod %s Ready = %s, want %s", name, got, want)
+		}
+	}
+	// The kubelet comes back: the NoExecute taint goes at once.
+	n := f.node(t)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.NewTime(f.clock.Now())}}
+	if err := f.cached.Status().Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile(t)
+	if n := f.node(t); len(n.Spec.Taints) != 0 {
+		t.Fatalf("taints after recovery: %v", n.Spec.Taints)
+	}
+}
+
+func TestKubeletNotReadySwapsTheNoExecuteTaintAtOnce(t *testing.T) {
+	n := readyNode()
+	added := metav1.NewTime(t0.Add(-time.Minute))
+	n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}}
+	n.Status.Conditions[0].Status = corev1.ConditionFalse
+	f := newFixture(t, []client.Object{n}, nil, nil)
+	// Use up the zone's token: a swap must not need one.
+	f.r.Guard.Update("x", disruption.NodeStatus{Ready: true}, t0)
+	f.r.Guard.TakeTaint("x", t0)
+	f.reconcile(t)
+	got := f.node(t)
+	if !hasTaint(got, corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute) || hasTaint(got, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
+		t.Fatalf("taints: %v", got.Spec.Taints)
+	}
+}
+
+func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {
+	n2 := readyNode()
+	n2.Name, n2.UID = "n2", "uid-2"
+	f := newFixture(t, []client.Object{readyNode(), n2, healthyNode("n3")}, nil, nil)
+	r2 := ctrl.Request{NamespacedName: client.ObjectKey{Name: "n2"}}
+	r3 := ctrl.Request{NamespacedName: client.ObjectKey{Name: "n3"}}
+	for _, rq := range []ctrl.Request{req, r2, r3} {
+		if _, err := f.r.Reconcile(context.Background(), rq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+	res, err := f.r.Reconcile(context.Background(), r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != 10*time.Second {
+		t.Fatalf("second node: RequeueAfter = %v, want 10s at 0.1 nodes/s", res.RequeueAfter)
+	}
+	if hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
+		t.Fatal("second node tainted without a token")
+	}
+	f.clock.Step(10 * time.Second)
+	if _, err := f.r.Reconcile(context.Background(), r2); err != nil {
+		t.Fatal(err)
+	}
+	if !hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
+		t.Fatal("second node not tainted after 10s")
+	}
+}
+
+// healthyNode is a node whose heartbeat the test keeps fresh by hand.
+func healthyNode(name string) *corev1.Node {
+	n := readyNode()
+	n.Name, n.UID = name, types.UID("uid-"+name)
+	return n
+}
+
+func nodeNamed(t *testing.T, f *fixture, name string) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := f.cached.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

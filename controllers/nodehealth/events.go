@@ -17,6 +17,14 @@ const (
 	actionRegister        = "Register"
 	actionRemove          = "Remove"
 	actionMarkUnreachable = "MarkUnreachable"
+	actionMarkNotReady    = "MarkNotReady"
+	actionFreeze          = "Freeze"
+)
+
+// Reasons of the events that report the partition freeze.
+const (
+	ReasonPartitionFreeze      = "PartitionFreeze"
+	ReasonPartitionFreezeEnded = "PartitionFreezeEnded"
 )
 
 func (r *Reconciler) eventRegistered(node *corev1.Node) {
@@ -34,4 +42,23 @@ func (r *Reconciler) eventRemoving(name string, uid types.UID) {
 func (r *Reconciler) eventNotReady(node *corev1.Node) {
 	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonNodeNotReady, actionMarkUnreachable,
 		"Node %s status is now: NodeNotReady", node.Name)
+}
+
+// freezeSubject is what freeze events are about: the namespace that holds
+// the heartbeats whose loss set the freeze off.
+func freezeSubject() *corev1.Namespace {
+	ns := &corev1.Namespace{}
+	ns.Name = corev1.NamespaceNodeLease
+	return ns
+}
+
+func (r *Reconciler) eventFreeze(frozen bool, silent, total int) {
+	if frozen {
+		r.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeWarning, ReasonPartitionFreeze, actionFreeze,
+			"%d of %d nodes lost their heartbeats within one grace period: NoExecute tainting, "+
+				"pod NotReady marking and eviction are frozen", silent, total)
+		return
+	}
+	r.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeNormal, ReasonPartitionFreezeEnded, actionFreeze,
+		"Heartbeats are back (%d of %d nodes silent): the partition freeze has ended", silent, total)
 }

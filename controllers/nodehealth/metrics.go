@@ -2,8 +2,10 @@ package nodehealth
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
@@ -30,8 +32,66 @@ var (
 	})
 )
 
+// The zone metrics keep kube-controller-manager's names.
+var (
+	zoneHealth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "node_collector_zone_health",
+		Help: "Percentage of healthy nodes in each zone.",
+	}, []string{"zone"})
+	zoneSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "node_collector_zone_size",
+		Help: "Number of counted nodes in each zone.",
+	}, []string{"zone"})
+	unhealthyNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "node_collector_unhealthy_nodes_in_zone",
+		Help: "Number of not-ready nodes in each zone.",
+	}, []string{"zone"})
+	taintsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "node_collector_evictions_total",
+		Help: "Number of NoExecute taints added to nodes, per zone.",
+	}, []string{"zone"})
+	zoneStates = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "node_lifecycle_zone_state",
+		Help: "1 for the state each zone is in (Normal, PartialDisruption, FullDisruption), 0 for the others.",
+	}, []string{"zone", "state"})
+	partitionFreeze = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "node_lifecycle_partition_freeze",
+		Help: "1 while a partition freeze holds NoExecute tainting, pod NotReady marking and eviction.",
+	})
+)
+
 func init() {
-	metrics.Registry.MustRegister(nodesByState, markDelay, updateNodeHealthDuration)
+	metrics.Registry.MustRegister(nodesByState, markDelay, updateNodeHealthDuration,
+		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze)
+}
+
+// zoneLabel is a node's zone as a label value.
+func zoneLabel(node *corev1.Node) string { return disruption.ZoneKey(node) }
+
+func setZoneMetrics(zone string, z disruption.ZoneSnapshot) {
+	size := z.Size()
+	zoneSize.WithLabelValues(zone).Set(float64(size))
+	unhealthyNodes.WithLabelValues(zone).Set(float64(z.NotReady))
+	health := 100.0
+	if size > 0 {
+		health = 100 * float64(z.Ready) / float64(size)
+	}
+	zoneHealth.WithLabelValues(zone).Set(health)
+	for _, s := range []disruption.ZoneState{disruption.ZoneNormal, disruption.ZonePartialDisruption, disruption.ZoneFullDisruption} {
+		v := 0.0
+		if s == z.State {
+			v = 1
+		}
+		zoneStates.WithLabelValues(zone, s.String()).Set(v)
+	}
+}
+
+func setFreezeMetric(frozen bool) {
+	v := 0.0
+	if frozen {
+		v = 1
+	}
+	partitionFreeze.Set(v)
 }
 
 // resetStateGauge zeroes the per-state gauge, for a controller that starts

@@ -8,18 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
-
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -29,12 +27,17 @@ const ControllerName = "node-lifecycle-controller"
 const Workers = 8
 
 // SetupWithManager registers the reconciler with mgr: it watches Nodes and
-// the Leases in kube-node-lease, and every resyncPeriod sends the nodes whose
-// deadline passed unnoticed back through the queue.
+// the Leases in kube-node-lease, and every resyncPeriod re-evaluates the
+// partition freeze and sends the nodes whose deadline passed unnoticed back
+// through the queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
-	resync := &resyncer{tracker: r.Tracker, clock: ticker, period: resyncPeriod,
-		events: make(chan event.TypedGenericEvent[*corev1.Node], 64)}
-	if err := mgr.Add(resync); err != nil {
+	r.kicker = newKicker()
+	if err := mgr.Add(r.kicker); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return r.resync(ctx, ticker, resyncPeriod)
+	})); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -43,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
 			handler.TypedEnqueueRequestsFromMapFunc(leaseToNode),
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
-		WatchesRawSource(source.Channel(resync.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
+		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
 }
@@ -76,35 +79,23 @@ func nodeUpdateMatters(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
 }
 
-// resyncer is the safety net behind RequeueAfter: every period it looks for
-// nodes whose deadline passed without a verdict and queues them.
-type resyncer struct {
-	tracker *health.Tracker
-	clock   clock.WithTicker
-	period  time.Duration
-	events  chan event.TypedGenericEvent[*corev1.Node]
-}
-
-// Start runs until ctx ends. It runs only on the leader, like the
-// controller, and starts each term with zeroed state counts.
-func (s *resyncer) Start(ctx context.Context) error {
+// resync is the safety net behind RequeueAfter and the clock of the
+// partition freeze: every period it lets the freeze's window and cooldown
+// advance, and queues the nodes whose deadline passed without a verdict. It
+// runs only on the leader, like the controller, and starts each term with
+// zeroed state counts.
+func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period time.Duration) error {
 	resetStateGauge()
-	t := s.clock.NewTicker(s.period)
+	t := ticker.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-			for _, name := range s.tracker.Overdue(s.clock.Now()) {
-				n := &corev1.Node{}
-				n.Name = name
-				select {
-				case s.events <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
-				case <-ctx.Done():
-					return nil
-				}
-			}
+			now := ticker.Now()
+			r.applyChange(ctx, r.Guard.Tick(now), now)
+			r.kicker.kick(r.Tracker.Overdue(now)...)
 		}
 	}
 }

@@ -15,10 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
-
-// PodNodeNameField indexes pods by the node they are bound to.
-const PodNodeNameField = "spec.nodeName"
 
 // deleteWorkers bounds how many pods of one node are deleted at once.
 const deleteWorkers = 16
@@ -84,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.MatchingFields{PodNodeNameField: node.Name}); err != nil {
+	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
 	}
 	var due []*corev1.Pod

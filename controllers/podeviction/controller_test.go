@@ -16,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
 var (
@@ -54,7 +56,7 @@ func (g *gate) EvictionAllowed(*corev1.Node) (bool, string) { return g.open, "te
 func newReconciler(objs ...client.Object) (*Reconciler, client.Client, *clocktesting.FakeClock) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
 		WithStatusSubresource(&corev1.Pod{}).
-		WithIndex(&corev1.Pod{}, PodNodeNameField, podNodeName).Build()
+		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc()).Build()
 	clk := clocktesting.NewFakeClock(t0)
 	return &Reconciler{Client: c, Clock: clk, Recorder: events.NewFakeRecorder(100),
 		PodEvictionTimeout: timeout, BlockedRetry: 5 * time.Second}, c, clk

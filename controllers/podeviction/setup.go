@@ -2,7 +2,6 @@ package podeviction
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -23,13 +22,10 @@ const ControllerName = "pod-eviction"
 // Workers is how many nodes are worked on at once.
 const Workers = 8
 
-// SetupWithManager indexes pods by node and registers the reconciler: it
-// watches Nodes whose NoExecute taints change and pods whose binding or
-// tolerations change.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, PodNodeNameField, podNodeName); err != nil {
-		return fmt.Errorf("index pods by node: %w", err)
-	}
+// SetupWithManager registers the reconciler: it watches Nodes whose NoExecute
+// taints change and pods whose binding or tolerations change. Pods must be
+// indexed by node (index.Register).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: noExecuteTaintsChanged})).
@@ -38,14 +34,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
-}
-
-func podNodeName(obj client.Object) []string {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
-		return nil
-	}
-	return []string{pod.Spec.NodeName}
 }
 
 // podToNode maps a bound pod to its node.

@@ -292,6 +292,14 @@ func (g *Guard) DestructiveAllowed() (bool, string) {
 	return true, ""
 }
 
+// Silent returns how many nodes are without heartbeats, and how many nodes
+// there are.
+func (g *Guard) Silent() (silent, total int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.silent), len(g.nodes)
+}
+
 // ZoneSnapshot is a zone's counts and state.
 type ZoneSnapshot struct {
 	Counts

@@ -85,6 +85,16 @@ func (t *Tracker) Judged(name string, v Verdict) State {
 	return prev
 }
 
+// RefreshAll counts now as a heartbeat of every tracked node, giving each a
+// fresh grace period.
+func (t *Tracker) RefreshAll(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.nodes {
+		e.lastHeartbeat = now
+	}
+}
+
 // Forget drops a node and returns what was known of it.
 func (t *Tracker) Forget(name string) (uid types.UID, state State, ok bool) {
 	t.mu.Lock()

@@ -19,6 +19,7 @@ const (
 	DefaultSecondaryNodeEvictionRate = 0.01
 	DefaultLargeClusterSizeThreshold = 50
 	DefaultUnhealthyZoneThreshold    = 0.55
+	DefaultPartitionFreezeThreshold  = 0.6
 	DefaultMetricsBindAddress        = ":8080"
 	DefaultHealthProbeBindAddress    = ":8081"
 	DefaultLeaderElectionID          = "node-lifecycle-controller"
@@ -56,6 +57,14 @@ type Options struct {
 	// UnhealthyZoneThreshold is the share of not-ready nodes (more than two)
 	// at which a zone counts as partially disrupted.
 	UnhealthyZoneThreshold float64
+	// PartitionFreezeThreshold is the share of all nodes which, losing
+	// their heartbeats within one grace period, freezes NoExecute tainting,
+	// pod NotReady marking and eviction; 0 turns the freeze off.
+	PartitionFreezeThreshold float64
+	// PartitionFreezeCooldown is how long the share of silent nodes must
+	// stay below the threshold before a freeze ends; 0 means one
+	// NodeMonitorGracePeriod.
+	PartitionFreezeCooldown time.Duration
 
 	// LeaderElect makes the controller take a Lease before it acts, so that
 	// only one replica judges nodes at a time.
@@ -84,6 +93,7 @@ func Default() Options {
 		SecondaryNodeEvictionRate: DefaultSecondaryNodeEvictionRate,
 		LargeClusterSizeThreshold: DefaultLargeClusterSizeThreshold,
 		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
+		PartitionFreezeThreshold:  DefaultPartitionFreezeThreshold,
 		LeaderElect:               true,
 		LeaderElectID:             DefaultLeaderElectionID,
 		MetricsBindAddress:        DefaultMetricsBindAddress,
@@ -110,15 +120,19 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"tainted node before they are deleted, counted from the taint's timeAdded.")
 
 	fs.Float64Var(&o.NodeEvictionRate, "node-eviction-rate", o.NodeEvictionRate,
-		"Nodes per second that may be tainted NoExecute in a healthy zone. Accepted now; used once pod eviction is enabled.")
+		"Nodes per second that may be tainted NoExecute in a zone that is not partially disrupted.")
 	fs.Float64Var(&o.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", o.SecondaryNodeEvictionRate,
-		"Nodes per second that may be tainted NoExecute in a partially disrupted zone. Accepted now; used once pod eviction is enabled.")
+		"Nodes per second that may be tainted NoExecute in a partially disrupted zone larger than --large-cluster-size-threshold.")
 	fs.Int32Var(&o.LargeClusterSizeThreshold, "large-cluster-size-threshold", o.LargeClusterSizeThreshold,
-		"Zone size at or below which a partially disrupted zone is not tainted NoExecute at all. "+
-			"Accepted now; used once pod eviction is enabled.")
+		"Zone size at or below which a partially disrupted zone is not tainted NoExecute at all.")
 	fs.Float64Var(&o.UnhealthyZoneThreshold, "unhealthy-zone-threshold", o.UnhealthyZoneThreshold,
-		"Share of not-ready nodes (more than two) at which a zone is partially disrupted, in (0, 1]. "+
-			"Accepted now; used once pod eviction is enabled.")
+		"Share of not-ready nodes (more than two) at which a zone is partially disrupted, in (0, 1].")
+	fs.Float64Var(&o.PartitionFreezeThreshold, "partition-freeze-threshold", o.PartitionFreezeThreshold,
+		"Share of all nodes, in [0, 1], which losing their heartbeats within one grace period (at least 3 nodes) "+
+			"freezes NoExecute tainting, pod NotReady marking and eviction; 0 turns the freeze off.")
+	fs.DurationVar(&o.PartitionFreezeCooldown, "partition-freeze-cooldown", o.PartitionFreezeCooldown,
+		"How long the share of silent nodes must stay below --partition-freeze-threshold before a freeze ends; "+
+			"0 means one --node-monitor-grace-period.")
 
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Take a leader election Lease before acting, so that one replica judges nodes at a time.")
@@ -131,6 +145,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address that serves /healthz and /readyz; "0" disables it.`)
+}
+
+// FreezeCooldown returns the partition freeze cooldown, with 0 resolved to
+// one grace period.
+func (o *Options) FreezeCooldown() time.Duration {
+	if o.PartitionFreezeCooldown == 0 {
+		return o.NodeMonitorGracePeriod
+	}
+	return o.PartitionFreezeCooldown
 }
 
 // Validate reports every rule the options break, one line per flag.
@@ -170,6 +193,12 @@ func (o *Options) Validate() error {
 	}
 	if !(o.UnhealthyZoneThreshold > 0 && o.UnhealthyZoneThreshold <= 1) {
 		bad("unhealthy-zone-threshold", o.UnhealthyZoneThreshold, "must be in (0, 1]")
+	}
+	if !(o.PartitionFreezeThreshold >= 0 && o.PartitionFreezeThreshold <= 1) {
+		bad("partition-freeze-threshold", o.PartitionFreezeThreshold, "must be in [0, 1]")
+	}
+	if o.PartitionFreezeCooldown < 0 {
+		bad("partition-freeze-cooldown", o.PartitionFreezeCooldown, "must not be negative")
 	}
 	if o.LeaderElect && o.LeaderElectID == "" {
 		bad("leader-elect-id", `""`, "must not be empty when --leader-elect is set")

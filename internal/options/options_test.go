@@ -62,6 +62,9 @@ func TestValidate(t *testing.T) {
 		{"threshold above one", func(o *Options) { o.UnhealthyZoneThreshold = 1.01 }, "--unhealthy-zone-threshold=1.01"},
 		{"threshold NaN", func(o *Options) { o.UnhealthyZoneThreshold = math.NaN() }, "--unhealthy-zone-threshold=NaN"},
 		{"threshold one", func(o *Options) { o.UnhealthyZoneThreshold = 1 }, ""},
+		{"freeze threshold above one", func(o *Options) { o.PartitionFreezeThreshold = 1.5 }, "--partition-freeze-threshold=1.5: must be in [0, 1]"},
+		{"freeze off", func(o *Options) { o.PartitionFreezeThreshold = 0 }, ""},
+		{"negative freeze cooldown", func(o *Options) { o.PartitionFreezeCooldown = -time.Second }, "--partition-freeze-cooldown=-1s"},
 		{"empty leader id", func(o *Options) { o.LeaderElectID = "" }, "--leader-elect-id"},
 		{"empty leader id without election", func(o *Options) { o.LeaderElectID = ""; o.LeaderElect = false }, ""},
 	}

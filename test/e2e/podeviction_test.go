@@ -16,8 +16,9 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
 )
 
-// createPod binds a pod to a node, with the given NoExecute tolerations.
+// createPod binds a ready pod to a node, with the given tolerations.
 func createPod(name, node string, tolerations ...corev1.Toleration) *corev1.Pod {
+	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: name},
 		Spec: corev1.PodSpec{
@@ -26,10 +27,12 @@ func createPod(name, node string, tolerations ...corev1.Toleration) *corev1.Pod 
 			Tolerations: tolerations,
 		},
 	}
-	Expect(k8s.Create(context.Background(), pod)).To(Succeed())
+	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() {
 		_ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 	})
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
 	return pod
 }
 
@@ -37,23 +40,30 @@ func tolerateUnreachable(seconds *int64) corev1.Toleration {
 	return corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}
 }
 
-// setNoExecute adds (or, with remove, takes away) a NoExecute taint, as the
-// node health controller or a person would.
-func setNoExecute(node, key string, added time.Time, remove bool) {
+// addNoExecute adds a NoExecute taint, as a person or another controller would.
+func addNoExecute(node, key string) {
 	Eventually(func() error {
 		n := getNode(node)
-		var taints []corev1.Taint
-		for _, t := range n.Spec.Taints {
-			if t.Key != key || t.Effect != corev1.TaintEffectNoExecute {
-				taints = append(taints, t)
-			}
-		}
-		if !remove {
-			taints = append(taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: added}})
-		}
-		n.Spec.Taints = taints
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())})
 		return k8s.Update(context.Background(), n)
 	}).Should(Succeed())
+}
+
+// noExecuteAdded waits for the node's NoExecute taint and returns its
+// timeAdded, the moment eviction deadlines count from.
+func noExecuteAdded(node, key string) time.Time {
+	var added time.Time
+	Eventually(func(g Gomega) {
+		for _, t := range getNode(node).Spec.Taints {
+			if t.Key == key && t.Effect == corev1.TaintEffectNoExecute {
+				g.Expect(t.TimeAdded).NotTo(BeNil())
+				added = t.TimeAdded.Time
+				return
+			}
+		}
+		g.Expect(false).To(BeTrue(), "no %s NoExecute taint on %s", key, node)
+	}).WithTimeout(grace + 5*time.Second).Should(Succeed())
+	return added
 }
 
 // deleted reports whether the pod is gone or terminating: without a kubelet,
@@ -70,19 +80,50 @@ func deleted(pod *corev1.Pod) func(g Gomega) bool {
 	}
 }
 
+func podReadyStatus(pod *corev1.Pod) func(g Gomega) corev1.ConditionStatus {
+	return func(g Gomega) corev1.ConditionStatus {
+		got := &corev1.Pod{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		for _, c := range got.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+}
+
+// liveNode creates a node that heartbeats through its Lease until the spec
+// ends, so that the cluster is never entirely down.
+func liveNode() string {
+	name := newNodeName()
+	createNode(name, corev1.ConditionTrue)
+	createLease(name)
+	leaseBeats(name)
+	return name
+}
+
+// failingNode creates a node whose Lease renews until the returned function
+// is called.
+func failingNode() (name string, fail func() time.Time) {
+	name = newNodeName()
+	createNode(name, corev1.ConditionTrue)
+	createLease(name)
+	return name, leaseBeats(name)
+}
+
 var _ = Describe("Pod eviction", func() {
-	It("evicts each pod at its own deadline: toleration seconds, the default timeout, never", func() {
+	It("marks the pods of a failed node NotReady and evicts each at its deadline: seconds, default timeout, never", func() {
 		startController()
-		node := newNodeName()
-		createNode(node, corev1.ConditionTrue)
-		createLease(node)
-		leaseBeats(node)
+		liveNode()
+		node, fail := failingNode()
 		short := createPod(node+"-short", node, tolerateUnreachable(ptr.To[int64](2)))
 		plain := createPod(node+"-plain", node)
 		forever := createPod(node+"-forever", node, tolerateUnreachable(nil))
 
-		added := time.Now().Truncate(time.Second) // timeAdded is stored in whole seconds
-		setNoExecute(node, corev1.TaintNodeUnreachable, added, false)
+		fail()
+		added := noExecuteAdded(node, corev1.TaintNodeUnreachable)
+		Eventually(podReadyStatus(forever)).Should(Equal(corev1.ConditionFalse))
 
 		Consistently(deleted(short)).WithTimeout(time.Until(added.Add(2*time.Second)) - 100*time.Millisecond).Should(BeFalse())
 		Eventually(deleted(short)).WithTimeout(5 * time.Second).Should(BeTrue())
@@ -112,34 +153,31 @@ var _ = Describe("Pod eviction", func() {
 
 	It("evicts at once a pod that does not tolerate some other NoExecute taint", func() {
 		startController()
-		node := newNodeName()
-		createNode(node, corev1.ConditionTrue)
+		node := liveNode()
 		pod := createPod(node+"-p", node, tolerateUnreachable(nil))
-		setNoExecute(node, "example.com/maintenance", time.Now(), false)
+		addNoExecute(node, "example.com/maintenance")
 		Eventually(deleted(pod)).WithTimeout(3 * time.Second).Should(BeTrue())
 	})
 
-	It("cancels a pending eviction when the taint goes away", func() {
+	It("cancels a pending eviction when the node recovers", func() {
 		startController()
-		node := newNodeName()
-		createNode(node, corev1.ConditionTrue)
-		pod := createPod(node+"-p", node, tolerateUnreachable(ptr.To[int64](2)))
-		added := time.Now().Truncate(time.Second)
-		setNoExecute(node, corev1.TaintNodeUnreachable, added, false)
-		setNoExecute(node, corev1.TaintNodeUnreachable, added, true)
-		Consistently(deleted(pod)).WithTimeout(time.Until(added.Add(2*time.Second)) + 2*time.Second).Should(BeFalse())
+		liveNode()
+		node, fail := failingNode()
+		pod := createPod(node+"-p", node, tolerateUnreachable(ptr.To[int64](3)))
+		fail()
+		added := noExecuteAdded(node, corev1.TaintNodeUnreachable)
+		postReady(node, corev1.ConditionTrue)
+		Eventually(func(g Gomega) []corev1.Taint { return getNode(node).Spec.Taints }).Should(BeEmpty())
+		Consistently(deleted(pod)).WithTimeout(time.Until(added.Add(3*time.Second)) + time.Second).Should(BeFalse())
 	})
 
 	It("keeps a pending eviction's deadline across a controller restart", func() {
 		stop := startController()
-		node := newNodeName()
-		createNode(node, corev1.ConditionTrue)
-		createLease(node)
-		leaseBeats(node)
+		liveNode()
+		node, fail := failingNode()
 		pod := createPod(node+"-p", node, tolerateUnreachable(ptr.To[int64](3)))
-		added := time.Now().Truncate(time.Second)
-		setNoExecute(node, corev1.TaintNodeUnreachable, added, false)
-		Consistently(deleted(pod)).WithTimeout(time.Second).Should(BeFalse())
+		fail()
+		added := noExecuteAdded(node, corev1.TaintNodeUnreachable)
 		stop()
 
 		startController()

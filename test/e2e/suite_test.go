@@ -33,6 +33,7 @@ const (
 	monitorPeriod = time.Second
 	heartbeat     = 300 * time.Millisecond
 	evictTimeout  = 4 * time.Second
+	evictionRate  = 2 // NoExecute taints per second in a healthy zone
 )
 
 var (
@@ -84,8 +85,9 @@ var _ = AfterSuite(func() {
 })
 
 // startController runs the controllers in a manager of their own until the
-// spec ends, or until the returned function is called.
-func startController() (stop func()) {
+// spec ends, or until the returned function is called. Options start from
+// the suite's short timings; tune changes them further.
+func startController(tune ...func(*controllers.Options)) (stop func()) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.Scheme,
 		Cache:                  controllers.CacheOptions(),
@@ -100,6 +102,11 @@ func startController() (stop func()) {
 	opts.NodeStartupGracePeriod = startupGrace
 	opts.NodeMonitorPeriod = monitorPeriod
 	opts.PodEvictionTimeout = evictTimeout
+	opts.NodeEvictionRate = evictionRate
+	opts.PartitionFreezeCooldown = grace
+	for _, t := range tune {
+		t(&opts)
+	}
 	Expect(controllers.SetupWithManager(mgr, opts)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(context.Background())

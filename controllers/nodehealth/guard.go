@@ -1,0 +1,65 @@
+package nodehealth
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+)
+
+// guardStatus is what the disruption guard needs of a node.
+func guardStatus(node *corev1.Node, v health.Verdict) disruption.NodeStatus {
+	st := disruption.NodeStatus{Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
+	if ready := health.ReadyCondition(node); ready != nil && ready.Status == corev1.ConditionTrue {
+		st.Ready = true
+	}
+	if v.Expired {
+		st.SilentSince = v.Deadline
+	}
+	return st
+}
+
+// applyChange acts on what a guard update changed beyond one node: metrics,
+// logs and events, and the nodes whose taints the change affects.
+func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now time.Time) {
+	if c.Empty() {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, zone := range c.Zones {
+		setZoneMetrics(zone, r.Guard.Zone(zone))
+	}
+	if len(c.StateChanged) > 0 {
+		for _, zone := range c.StateChanged {
+			log.Info("Zone changed state", "zone", zone, "state", r.Guard.Zone(zone).State)
+		}
+		// Their nodes' place and pace in the tainting queue changed.
+		r.kicker.kick(r.Guard.Nodes(c.StateChanged...)...)
+	}
+	if c.Halt {
+		if c.Halted {
+			log.Info("Every zone is fully disrupted: removing NoExecute taints and holding evictions")
+		} else {
+			// Nodes came back: judge nobody on heartbeats lost while the
+			// whole cluster was dark.
+			r.Tracker.RefreshAll(now)
+			log.Info("A zone is back: every node gets a fresh grace period")
+		}
+		r.kicker.kick(r.Guard.Nodes()...)
+	}
+	if c.Freeze {
+		silent, total := r.Guard.Silent()
+		setFreezeMetric(c.Frozen)
+		if c.Frozen {
+			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", silent, "nodes", total)
+		} else {
+			log.Info("Partition freeze ended", "silentNodes", silent, "nodes", total)
+		}
+		r.eventFreeze(c.Frozen, silent, total)
+		r.kicker.kick(r.Guard.Nodes()...)
+	}
+}

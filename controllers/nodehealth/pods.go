@@ -1,0 +1,81 @@
+package nodehealth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+)
+
+// podWorkers bounds how many pods of one node are written at once.
+const podWorkers = 16
+
+// markPodsNotReady sets Ready=False on every pod of the node that still says
+// True, so that Services stop sending it traffic. It is idempotent: called on
+// every look at a node that is not Ready, it also finishes work a crash or a
+// failed write left half done.
+func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, now time.Time) error {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
+		return fmt.Errorf("list pods on node %q: %w", node.Name, err)
+	}
+	var todo []*corev1.Pod
+	for i := range pods.Items {
+		if podReady(&pods.Items[i]) {
+			todo = append(todo, &pods.Items[i])
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, podWorkers)
+	var wg sync.WaitGroup
+	for i, pod := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = r.markPodNotReady(ctx, pod, now)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) markPodNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) error {
+	base := pod.DeepCopy()
+	for i := range pod.Status.Conditions {
+		if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady {
+			c.Status = corev1.ConditionFalse
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+	}
+	if err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patch pod %s/%s status: %w", pod.Namespace, pod.Name, err)
+	}
+	r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNodeNotReady, actionMarkNotReady, "Node is not ready")
+	return nil
+}
+
+// podReady reports whether a pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
