@@ -93,6 +93,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.reconcileTaints(ctx, node, now); err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
+	if v.Expired {
+		// A node just went silent: see how many others are fading with it
+		// before anything destructive is done to it.
+		r.applyChange(ctx, r.Guard.Tick(r.fading(now), now), now)
+	}
 	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v), now), now)
 	retry, err := r.reconcileNoExecute(ctx, node, now)
 	if err != nil {
@@ -113,6 +118,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		next = v.Deadline.Sub(now)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// fading counts the nodes without a heartbeat for half a grace period.
+func (r *Reconciler) fading(now time.Time) int {
+	return r.Tracker.Quiet(now.Add(-r.Grace.Monitor / 2))
 }
 
 // markUnreachable marks a node whose deadline passed. It first reads the node

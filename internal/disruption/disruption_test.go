@@ -114,11 +114,11 @@ func TestFreeze(t *testing.T) {
 	}
 
 	lose(2, t0)
-	if f.Update(3, silent, t0) {
+	if f.Update(3, silent, 0, t0) {
 		t.Fatal("two lost nodes never freeze")
 	}
 	lose(3, t0)
-	if !f.Update(8, silent, t0) {
+	if !f.Update(8, silent, 0, t0) {
 		t.Fatal("5 of 8 (0.625) lost within a window should freeze")
 	}
 	// Recovering below the threshold starts the cooldown; it ends after it.
@@ -128,13 +128,13 @@ func TestFreeze(t *testing.T) {
 			break
 		}
 	}
-	if f.Update(8, silent, t0.Add(time.Minute)) {
+	if f.Update(8, silent, 0, t0.Add(time.Minute)) {
 		t.Fatal("the freeze ended before its cooldown")
 	}
 	if got := f.ClearsAt(); !got.Equal(t0.Add(2 * time.Minute)) {
 		t.Fatalf("ClearsAt = %v", got)
 	}
-	if !f.Update(8, silent, t0.Add(2*time.Minute)) {
+	if !f.Update(8, silent, 0, t0.Add(2*time.Minute)) {
 		t.Fatal("the freeze did not end after its cooldown")
 	}
 	if frozen, _ := f.Frozen(); frozen {
@@ -149,7 +149,7 @@ func TestFreezeIgnoresSlowAttrition(t *testing.T) {
 	for i := range 6 {
 		at := t0.Add(time.Duration(i) * 2 * time.Minute)
 		silent[fmt.Sprint("n", i)] = at
-		if f.Update(10, silent, at) {
+		if f.Update(10, silent, 0, at) {
 			t.Fatalf("froze on slow attrition at node %d", i)
 		}
 	}
@@ -255,10 +255,24 @@ func TestGuardFreezeBlocksDestructiveWork(t *testing.T) {
 	for i := range 3 {
 		g.Update(fmt.Sprint("n", i), NodeStatus{Zone: fmt.Sprint("z", i%2), Ready: true}, t0.Add(time.Second))
 	}
-	if c := g.Tick(t0.Add(30 * time.Second)); c.Freeze {
+	if c := g.Tick(0, t0.Add(30*time.Second)); c.Freeze {
 		t.Fatal("freeze ended before its cooldown")
 	}
-	if c := g.Tick(t0.Add(time.Minute + time.Second)); !c.Freeze || c.Frozen {
+	if c := g.Tick(0, t0.Add(time.Minute+time.Second)); !c.Freeze || c.Frozen {
 		t.Fatalf("freeze should end after its cooldown: %+v", c)
+	}
+}
+
+func TestFreezeStartsOnFadingNodesBeforeTheyExpire(t *testing.T) {
+	f := Freeze{Threshold: 0.6, Window: time.Minute, Cooldown: time.Minute}
+	// The first of four nodes that died together expires; three more have
+	// been quiet for half a grace period and will follow within moments.
+	silent := map[string]time.Time{"n0": t0}
+	if !f.Update(5, silent, 4, t0) {
+		t.Fatal("four of five fading nodes should freeze at the first expiry")
+	}
+	// While they stay quiet, the freeze holds even before they expire.
+	if f.Update(5, map[string]time.Time{}, 4, t0.Add(2*time.Minute)) {
+		t.Fatal("the freeze ended while most nodes were still quiet")
 	}
 }

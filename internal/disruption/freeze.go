@@ -25,9 +25,13 @@ type Freeze struct {
 func (f *Freeze) Frozen() (bool, time.Time) { return f.frozen, f.since }
 
 // Update re-evaluates the freeze. total is the number of nodes, silentSince
-// holds, for each node without heartbeats, when its grace ran out. It
-// reports whether the freeze started or ended.
-func (f *Freeze) Update(total int, silentSince map[string]time.Time, now time.Time) (changed bool) {
+// holds, for each node without heartbeats, when its grace ran out, and
+// fading is the number of nodes, silent or not yet, without a heartbeat for
+// half a grace period: nodes that lose their heartbeats together expire one
+// by one as the controller observes them, and counting the fading ones lets
+// the freeze start before the first of them is tainted. It reports whether
+// the freeze started or ended.
+func (f *Freeze) Update(total int, silentSince map[string]time.Time, fading int, now time.Time) (changed bool) {
 	if f.Threshold <= 0 || total == 0 {
 		return f.end()
 	}
@@ -38,14 +42,13 @@ func (f *Freeze) Update(total int, silentSince map[string]time.Time, now time.Ti
 				recent++
 			}
 		}
-		if recent >= minFrozenNodes && float64(recent)/float64(total) >= f.Threshold {
+		if f.over(max(recent, fading), total) {
 			f.frozen, f.since, f.clearSince = true, now, time.Time{}
 			return true
 		}
 		return false
 	}
-	silent := len(silentSince)
-	if silent >= minFrozenNodes && float64(silent)/float64(total) >= f.Threshold {
+	if f.over(max(len(silentSince), fading), total) {
 		f.clearSince = time.Time{}
 		return false
 	}
@@ -65,6 +68,11 @@ func (f *Freeze) ClearsAt() time.Time {
 		return time.Time{}
 	}
 	return f.clearSince.Add(f.Cooldown)
+}
+
+// over reports whether n lost nodes of total are enough for a freeze.
+func (f *Freeze) over(n, total int) bool {
+	return n >= minFrozenNodes && float64(n)/float64(total) >= f.Threshold
 }
 
 func (f *Freeze) end() bool {

@@ -68,6 +68,7 @@ type Guard struct {
 	nodes  map[string]NodeStatus
 	zones  map[string]*zone
 	silent map[string]time.Time
+	fading int
 	freeze Freeze
 	halted bool
 }
@@ -123,10 +124,12 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 }
 
 // Tick re-evaluates what changes with time alone: the freeze's window and
-// cooldown.
-func (g *Guard) Tick(now time.Time) Change {
+// cooldown, and fading, the number of nodes without a heartbeat for half a
+// grace period.
+func (g *Guard) Tick(fading int, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.fading = fading
 	var c Change
 	g.settle(now, &c)
 	return c
@@ -191,7 +194,7 @@ func (g *Guard) settle(now time.Time, c *Change) {
 		g.halted = halted
 		c.Halt, c.Halted = true, halted
 	}
-	if g.freeze.Update(len(g.nodes), g.silent, now) {
+	if g.freeze.Update(len(g.nodes), g.silent, g.fading, now) {
 		frozen, _ := g.freeze.Frozen()
 		c.Freeze, c.Frozen = true, frozen
 	}

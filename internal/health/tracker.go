@@ -95,6 +95,20 @@ func (t *Tracker) RefreshAll(now time.Time) {
 	}
 }
 
+// Quiet returns the number of tracked nodes without a heartbeat since
+// before the given time.
+func (t *Tracker) Quiet(before time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, e := range t.nodes {
+		if e.lastHeartbeat.Before(before) {
+			n++
+		}
+	}
+	return n
+}
+
 // Forget drops a node and returns what was known of it.
 func (t *Tracker) Forget(name string) (uid types.UID, state State, ok bool) {
 	t.mu.Lock()

@@ -182,13 +182,18 @@ func noScheduleTaints(name string) func(g Gomega) []string {
 }
 
 // eventReasons lists the reasons of the events regarding a node.
-func eventReasons(name string) func(g Gomega) []string {
+func eventReasons(name string) func(g Gomega) []string { return eventReasonsAbout("Node", name) }
+
+// eventReasonsOn lists the reasons of the events regarding a namespace.
+func eventReasonsOn(name string) func(g Gomega) []string { return eventReasonsAbout("Namespace", name) }
+
+func eventReasonsAbout(kind, name string) func(g Gomega) []string {
 	return func(g Gomega) []string {
 		list := &eventsv1.EventList{}
 		g.Expect(k8s.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
 		var reasons []string
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "Node" && e.Regarding.Name == name {
+			if e.Regarding.Kind == kind && e.Regarding.Name == name {
 				reasons = append(reasons, e.Reason)
 			}
 		}

@@ -167,7 +167,7 @@ var _ = Describe("Pod eviction", func() {
 		fail()
 		added := noExecuteAdded(node, corev1.TaintNodeUnreachable)
 		postReady(node, corev1.ConditionTrue)
-		Eventually(func(g Gomega) []corev1.Taint { return getNode(node).Spec.Taints }).Should(BeEmpty())
+		Eventually(func() []corev1.Taint { return getNode(node).Spec.Taints }).Should(BeEmpty())
 		Consistently(deleted(pod)).WithTimeout(time.Until(added.Add(3*time.Second)) + time.Second).Should(BeFalse())
 	})
 
