@@ -46,6 +46,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
 			handler.TypedEnqueueRequestsFromMapFunc(leaseToNode),
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
+			handler.TypedEnqueueRequestsFromMapFunc(podToNode),
+			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
@@ -58,6 +61,25 @@ func leaseToNode(_ context.Context, lease *coordinationv1.Lease) []reconcile.Req
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lease.Name}}}
 }
+
+// podToNode maps a bound pod to its node, so that a pod bound to a node that
+// is not ready is marked NotReady too.
+func podToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pod.Spec.NodeName}}}
+}
+
+// podBound passes pod updates that bind it to a node or make it Ready: on a
+// node that is not ready, either calls for marking it NotReady.
+func podBound(e event.TypedUpdateEvent[*corev1.Pod]) bool {
+	return e.ObjectOld.Spec.NodeName != e.ObjectNew.Spec.NodeName ||
+		(!podReady(e.ObjectOld) && podReady(e.ObjectNew))
+}
+
+// podGone ignores pod deletions: nothing about a node changes with them.
+func podGone(event.TypedDeleteEvent[*corev1.Pod]) bool { return false }
 
 // leaseSpecChanged passes Lease updates that can be a heartbeat.
 func leaseSpecChanged(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {

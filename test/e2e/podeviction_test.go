@@ -151,6 +151,16 @@ var _ = Describe("Pod eviction", func() {
 		Expect(maxDelayBound(evictionDelays())).To(BeNumerically("<=", 1.0))
 	})
 
+	It("marks NotReady a pod that turns up Ready on a node already marked", func() {
+		startController()
+		liveNode()
+		node, fail := failingNode()
+		fail()
+		Eventually(readyStatus(node)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
+		late := createPod(node+"-late", node, tolerateUnreachable(nil))
+		Eventually(podReadyStatus(late)).Should(Equal(corev1.ConditionFalse))
+	})
+
 	It("evicts at once a pod that does not tolerate some other NoExecute taint", func() {
 		startController()
 		node := liveNode()
