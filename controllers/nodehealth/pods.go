@@ -2,9 +2,7 @@ package nodehealth
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
 )
 
 // podWorkers bounds how many pods of one node are written at once.
@@ -36,20 +35,9 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, no
 	if len(todo) == 0 {
 		return nil
 	}
-	errs := make([]error, len(todo))
-	sem := make(chan struct{}, podWorkers)
-	var wg sync.WaitGroup
-	for i, pod := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = r.markPodNotReady(ctx, pod, now)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return parallel.ForEach(todo, podWorkers, func(pod *corev1.Pod) error {
+		return r.markPodNotReady(ctx, pod, now)
+	})
 }
 
 func (r *Reconciler) markPodNotReady(ctx context.Context, pod *corev1.Pod, now time.Time) error {

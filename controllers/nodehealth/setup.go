@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -47,7 +49,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 			handler.TypedEnqueueRequestsFromMapFunc(leaseToNode),
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
-			handler.TypedEnqueueRequestsFromMapFunc(podToNode),
+			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
@@ -60,15 +62,6 @@ func leaseToNode(_ context.Context, lease *coordinationv1.Lease) []reconcile.Req
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lease.Name}}}
-}
-
-// podToNode maps a bound pod to its node, so that a pod bound to a node that
-// is not ready is marked NotReady too.
-func podToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	if pod.Spec.NodeName == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pod.Spec.NodeName}}}
 }
 
 // podBound passes pod updates that bind it to a node or make it Ready: on a

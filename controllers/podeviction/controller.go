@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
 )
 
 // deleteWorkers bounds how many pods of one node are deleted at once.
@@ -85,8 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
 	}
-	var due []*corev1.Pod
-	var dueAt []time.Time
+	var due []dueEviction
 	var next time.Time
 	pending := 0
 	for i := range pods.Items {
@@ -103,8 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				next = d.At
 			}
 		default:
-			due = append(due, pod)
-			dueAt = append(dueAt, d.At)
+			due = append(due, dueEviction{pod, d})
 		}
 	}
 
@@ -114,7 +113,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pending.set(node.Name, pending+len(due))
 			return ctrl.Result{RequeueAfter: r.BlockedRetry}, nil
 		}
-		if err := r.evictAll(ctx, node, due, dueAt); err != nil {
+		err := parallel.ForEach(due, deleteWorkers, func(e dueEviction) error { return r.evict(ctx, node, e.pod, e.decision) })
+		if err != nil {
 			r.pending.set(node.Name, pending+len(due))
 			return ctrl.Result{}, err
 		}
@@ -164,31 +164,14 @@ func (r *Reconciler) allowed(node *corev1.Node) (bool, string) {
 	return r.Gate.EvictionAllowed(node)
 }
 
-// evictAll deletes the pods, a bounded number at a time.
-func (r *Reconciler) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod, deadlines []time.Time) error {
-	errs := make([]error, len(pods))
-	sem := make(chan struct{}, deleteWorkers)
-	var wg sync.WaitGroup
-	for i := range pods {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = r.evict(ctx, node, pods[i], deadlines[i])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+// dueEviction is a pod whose deadline has passed, and what decided it.
+type dueEviction struct {
+	pod      *corev1.Pod
+	decision eviction.Decision
 }
 
 // evict marks a pod as a disruption target and deletes it.
-func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, deadline time.Time) error {
+func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, d eviction.Decision) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("Pod", client.ObjectKeyFromObject(pod))
 	r.eventEvicting(pod, node)
 
@@ -208,10 +191,10 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		}
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	delay := r.Clock.Since(deadline)
+	delay := r.Clock.Since(d.At)
 	podDeletions.Inc()
 	evictionDelay.Observe(delay.Seconds())
-	log.Info("Evicted pod", "deadline", deadline, "delay", delay)
+	log.Info("Evicted pod", "taint", d.Taint, "cause", d.Cause, "deadline", d.At, "delay", delay)
 	return nil
 }
 

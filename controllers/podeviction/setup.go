@@ -1,19 +1,17 @@
 package podeviction
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -30,18 +28,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: noExecuteTaintsChanged})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
-			handler.TypedEnqueueRequestsFromMapFunc(podToNode),
+			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
 		Complete(r)
-}
-
-// podToNode maps a bound pod to its node.
-func podToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
-	if pod.Spec.NodeName == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pod.Spec.NodeName}}}
 }
 
 // noExecuteTaintsChanged passes Node updates that change its NoExecute taints.

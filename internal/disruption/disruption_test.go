@@ -131,9 +131,6 @@ func TestFreeze(t *testing.T) {
 	if f.Update(8, silent, 0, t0.Add(time.Minute)) {
 		t.Fatal("the freeze ended before its cooldown")
 	}
-	if got := f.ClearsAt(); !got.Equal(t0.Add(2 * time.Minute)) {
-		t.Fatalf("ClearsAt = %v", got)
-	}
 	if !f.Update(8, silent, 0, t0.Add(2*time.Minute)) {
 		t.Fatal("the freeze did not end after its cooldown")
 	}

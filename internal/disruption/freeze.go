@@ -61,15 +61,6 @@ func (f *Freeze) Update(total int, silentSince map[string]time.Time, fading int,
 	return false
 }
 
-// ClearsAt returns when a freeze whose cause has gone will end, or the zero
-// time when it is not ending.
-func (f *Freeze) ClearsAt() time.Time {
-	if !f.frozen || f.clearSince.IsZero() {
-		return time.Time{}
-	}
-	return f.clearSince.Add(f.Cooldown)
-}
-
 // over reports whether n lost nodes of total are enough for a freeze.
 func (f *Freeze) over(n, total int) bool {
 	return n >= minFrozenNodes && float64(n)/float64(total) >= f.Threshold

@@ -1,5 +1,5 @@
 // Package index names the cache indexes the controllers share, so that each
-// is registered once.
+// is registered once, and the mapping from a pod to its node.
 package index
 
 import (
@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // PodNodeName indexes pods by the node they are bound to.
@@ -33,3 +34,11 @@ func Register(ctx context.Context, fi client.FieldIndexer) error {
 // PodNodeNameFunc returns the PodNodeName index function, for fake clients in
 // tests.
 func PodNodeNameFunc() client.IndexerFunc { return podNodeName }
+
+// PodToNode maps a bound pod to a request for its node.
+func PodToNode(_ context.Context, pod *corev1.Pod) []reconcile.Request {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pod.Spec.NodeName}}}
+}
