@@ -93,9 +93,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.reconcileTaints(ctx, node, now); err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
-	if v.Expired {
-		// A node just went silent: see how many others are fading with it
-		// before anything destructive is done to it.
+	if v.Expired && !r.Guard.Silent(node.Name) {
+		// The node has just gone silent: see how many others are fading
+		// with it before anything destructive is done to it.
 		r.applyChange(ctx, r.Guard.Tick(r.fading(now), now), now)
 	}
 	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v), now), now)
@@ -128,8 +128,7 @@ func (r *Reconciler) fading(now time.Time) int {
 // markUnreachable marks a node whose deadline passed. It first reads the node
 // and its Lease live: a heartbeat the cache had not shown yet cancels the
 // verdict, and the node is judged again from what the apiserver holds. It
-// returns the node as it now is (nil if it is gone) and the verdict that
-// stands.
+// returns the node as it now is and the verdict that stands.
 func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, now time.Time) (*corev1.Node, health.Verdict, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if _, changed := health.MarkUnknown(cached.Status.Conditions, cached.CreationTimestamp, metav1.NewTime(now)); !changed {

@@ -52,7 +52,7 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 		r.kicker.kick(r.Guard.Nodes()...)
 	}
 	if c.Freeze {
-		silent, total := r.Guard.Silent()
+		silent, total := r.Guard.SilentCount()
 		setFreezeMetric(c.Frozen)
 		if c.Frozen {
 			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", silent, "nodes", total)

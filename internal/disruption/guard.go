@@ -295,9 +295,17 @@ func (g *Guard) DestructiveAllowed() (bool, string) {
 	return true, ""
 }
 
-// Silent returns how many nodes are without heartbeats, and how many nodes
-// there are.
-func (g *Guard) Silent() (silent, total int) {
+// Silent reports whether the guard knows the node as one without heartbeats.
+func (g *Guard) Silent(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.silent[name]
+	return ok
+}
+
+// SilentCount returns how many nodes are without heartbeats, and how many
+// nodes there are.
+func (g *Guard) SilentCount() (silent, total int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.silent), len(g.nodes)
