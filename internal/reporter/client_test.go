@@ -1,0 +1,97 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+func TestNewHeartbeatClient(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		headers http.Header
+	)
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Query().Get("hang") != "" || req.Method == http.MethodGet {
+			// A request that never gets an answer: the client's timeout
+			// must end it.
+			select {
+			case <-req.Context().Done():
+			case <-hang:
+			}
+			return
+		}
+		mu.Lock()
+		headers = req.Header.Clone()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(&coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: testNode, Namespace: corev1.NamespaceNodeLease},
+		})
+	}))
+	defer srv.Close()
+	defer close(hang)
+
+	base := &rest.Config{Host: srv.URL, QPS: 5, Burst: 10, Timeout: time.Hour}
+	client, onFailure, err := NewHeartbeatClient(base, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.QPS != 5 || base.Timeout != time.Hour || base.ContentType != "" {
+		t.Errorf("the caller's config was changed: %+v", base)
+	}
+	if rl := client.CoordinationV1().RESTClient().GetRateLimiter(); rl != nil {
+		t.Errorf("rate limiter = %T, want none", rl)
+	}
+
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
+	if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create lease: %v", err)
+	}
+	mu.Lock()
+	if got, want := headers.Get("Content-Type"), "application/vnd.kubernetes.protobuf"; got != want {
+		t.Errorf("Content-Type = %q, want %q", got, want)
+	}
+	if got, want := headers.Get("Accept"), "application/vnd.kubernetes.protobuf,application/json"; got != want {
+		t.Errorf("Accept = %q, want %q", got, want)
+	}
+	mu.Unlock()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), testNode, metav1.GetOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a hanging request succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a hanging request outlived the client's timeout")
+	}
+
+	onFailure() // must not panic, with or without idle connections
+	onFailure()
+}
+
+func TestNewHeartbeatClientRejectsBadArguments(t *testing.T) {
+	if _, _, err := NewHeartbeatClient(nil, time.Second); err == nil {
+		t.Error("nil config accepted")
+	}
+	if _, _, err := NewHeartbeatClient(&rest.Config{Host: "https://example.invalid"}, 0); err == nil {
+		t.Error("zero timeout accepted")
+	}
+}

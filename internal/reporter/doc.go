@@ -1,0 +1,19 @@
+// Package reporter writes a node's heartbeats the way the kubelet does: it
+// registers the Node, renews the node's Lease in kube-node-lease, and keeps
+// the Node's status current.
+//
+// A Reporter runs two loops. The lease loop renews the Lease every
+// RenewIntervalFraction x LeaseDurationSeconds; the Lease is what the node
+// lifecycle controller mostly watches, so it is cheap (an UPDATE of the
+// object kept from the previous write, no GET) and retried hard when it
+// fails. The status loop computes the status every NodeStatusUpdateFrequency
+// from pluggable StatusSetters but patches the Node only when something
+// meaningful changed or NodeStatusReportFrequency has passed, which keeps
+// writes to Nodes, the heaviest objects in a large cluster, rare.
+//
+// Everything is timed by an injected clock, so a fleet of thousands of
+// reporters can share one process and one client (see NewHeartbeatClient),
+// spread their renewals with StartOffset, and be paused and resumed one by
+// one to simulate dead kubelets and partitions; tests drive them with a fake
+// clock.
+package reporter

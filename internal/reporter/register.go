@@ -1,0 +1,78 @@
+package reporter
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// registerFirstBackoff is the wait after the first failed registration; it
+// doubles after each failure up to maxBackoff.
+const registerFirstBackoff = 100 * time.Millisecond
+
+// register creates the Node, retrying with backoff until it exists. It says
+// whether it created the Node (rather than finding it), and fails only when
+// ctx ends.
+func (r *Reporter) register(ctx context.Context) (bool, error) {
+	log := ctrllog.FromContext(ctx)
+	wait := registerFirstBackoff
+	for {
+		created, err := r.tryRegister(ctx)
+		if err == nil {
+			return created, nil
+		}
+		if ctx.Err() != nil {
+			return false, err
+		}
+		log.Error(err, "Failed to register node, will retry", "retryAfter", wait)
+		if !r.sleep(ctx, wait) {
+			return false, fmt.Errorf("register node %q: %w", r.cfg.NodeName, ctx.Err())
+		}
+		wait = backoff(wait)
+	}
+}
+
+func (r *Reporter) tryRegister(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	now := r.clock.Now()
+	node, err := r.initialNode(now)
+	if err != nil {
+		// A failing setter must not keep the node from registering: the
+		// next status sync tries it again.
+		ctrllog.FromContext(ctx).Error(err, "Failed to compute part of the initial node status")
+	}
+	_, err = r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		r.lastReport = now
+		ctrllog.FromContext(ctx).V(1).Info("Registered node")
+		return true, nil
+	case apierrors.IsAlreadyExists(err):
+		ctrllog.FromContext(ctx).V(2).Info("Node already registered; adopting it")
+		return false, nil
+	default:
+		return false, fmt.Errorf("create node %q: %w", r.cfg.NodeName, err)
+	}
+}
+
+// initialNode is the Node to register: the configured labels over the
+// kubelet's default ones, and the status the setters compute.
+func (r *Reporter) initialNode(now time.Time) (*corev1.Node, error) {
+	labels := map[string]string{
+		corev1.LabelHostname:   r.cfg.NodeName,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: "amd64",
+	}
+	maps.Copy(labels, r.cfg.Labels)
+	return r.computeNode(&corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: r.cfg.NodeName, Labels: labels},
+	}, now)
+}

@@ -1,0 +1,432 @@
+package reporter
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func at(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
+
+func TestStampConditions(t *testing.T) {
+	now := t0.Add(time.Hour)
+	tests := []struct {
+		name    string
+		prev    []corev1.NodeCondition
+		next    corev1.NodeCondition
+		wantLTT metav1.Time
+		wantLHT metav1.Time
+	}{
+		{
+			name:    "new condition transitions now",
+			next:    corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+			wantLTT: metav1.NewTime(now), wantLHT: metav1.NewTime(now),
+		},
+		{
+			name:    "same status keeps its transition time",
+			prev:    []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: at(time.Minute), LastTransitionTime: at(0)}},
+			next:    corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+			wantLTT: at(0), wantLHT: metav1.NewTime(now),
+		},
+		{
+			name:    "new reason alone is no transition",
+			prev:    []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "A", LastTransitionTime: at(0)}},
+			next:    corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "B"},
+			wantLTT: at(0), wantLHT: metav1.NewTime(now),
+		},
+		{
+			name:    "status change transitions now",
+			prev:    []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: at(0)}},
+			next:    corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue},
+			wantLTT: metav1.NewTime(now), wantLHT: metav1.NewTime(now),
+		},
+		{
+			name: "a setter's own times are overridden",
+			prev: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: at(0)}},
+			next: corev1.NodeCondition{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				LastHeartbeatTime: at(-time.Hour), LastTransitionTime: at(time.Minute),
+			},
+			wantLTT: at(0), wantLHT: metav1.NewTime(now),
+		},
+		{
+			name:    "other types do not count",
+			prev:    []corev1.NodeCondition{{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, LastTransitionTime: at(0)}},
+			next:    corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			wantLTT: metav1.NewTime(now), wantLHT: metav1.NewTime(now),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next := []corev1.NodeCondition{tc.next}
+			stampConditions(tc.prev, next, now)
+			if !next[0].LastTransitionTime.Equal(&tc.wantLTT) {
+				t.Errorf("lastTransitionTime = %v, want %v", next[0].LastTransitionTime, tc.wantLTT)
+			}
+			if !next[0].LastHeartbeatTime.Equal(&tc.wantLHT) {
+				t.Errorf("lastHeartbeatTime = %v, want %v", next[0].LastHeartbeatTime, tc.wantLHT)
+			}
+		})
+	}
+}
+
+func readyStatus() corev1.NodeStatus {
+	return corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+		NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2"},
+		Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: ReasonKubeletReady, LastHeartbeatTime: at(0), LastTransitionTime: at(0)},
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: at(0), LastTransitionTime: at(0)},
+		},
+	}
+}
+
+func TestStatusChanged(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(s *corev1.NodeStatus)
+		want   bool
+	}{
+		{name: "identical", change: func(*corev1.NodeStatus) {}},
+		{name: "heartbeat only", change: func(s *corev1.NodeStatus) {
+			for i := range s.Conditions {
+				s.Conditions[i].LastHeartbeatTime = at(time.Hour)
+			}
+		}},
+		{name: "conditions reordered", change: func(s *corev1.NodeStatus) { slices.Reverse(s.Conditions) }},
+		{name: "quantity written differently", change: func(s *corev1.NodeStatus) {
+			s.Capacity[corev1.ResourceCPU] = resource.MustParse("2000m")
+		}},
+		{name: "condition status", want: true, change: func(s *corev1.NodeStatus) { s.Conditions[0].Status = corev1.ConditionFalse }},
+		{name: "condition reason", want: true, change: func(s *corev1.NodeStatus) { s.Conditions[0].Reason = "Other" }},
+		{name: "condition message", want: true, change: func(s *corev1.NodeStatus) { s.Conditions[0].Message = "hello" }},
+		{name: "transition time", want: true, change: func(s *corev1.NodeStatus) { s.Conditions[1].LastTransitionTime = at(time.Hour) }},
+		{name: "condition added", want: true, change: func(s *corev1.NodeStatus) {
+			s.Conditions = append(s.Conditions, corev1.NodeCondition{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse})
+		}},
+		{name: "condition replaced by another type", want: true, change: func(s *corev1.NodeStatus) {
+			s.Conditions[1].Type = corev1.NodeDiskPressure
+		}},
+		{name: "capacity", want: true, change: func(s *corev1.NodeStatus) { s.Capacity[corev1.ResourceCPU] = resource.MustParse("3") }},
+		{name: "allocatable", want: true, change: func(s *corev1.NodeStatus) {
+			s.Allocatable[corev1.ResourcePods] = resource.MustParse("10")
+		}},
+		{name: "node info", want: true, change: func(s *corev1.NodeStatus) { s.NodeInfo.KubeletVersion = "v1.38.0" }},
+		{name: "addresses", want: true, change: func(s *corev1.NodeStatus) { s.Addresses[0].Address = "10.0.0.2" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prev, next := readyStatus(), readyStatus()
+			tc.change(&next)
+			if got := statusChanged(&prev, &next); got != tc.want {
+				t.Errorf("statusChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextStatusReportsOnChangeOrReportFrequency(t *testing.T) {
+	now := t0.Add(time.Hour)
+	tests := []struct {
+		name       string
+		lastReport time.Time
+		notReady   bool
+		want       bool
+	}{
+		{name: "never reported", want: true},
+		{name: "unchanged, reported 10s ago", lastReport: now.Add(-10 * time.Second)},
+		{name: "unchanged, report frequency nearly over", lastReport: now.Add(-5*time.Minute + time.Second)},
+		{name: "unchanged, report frequency over", lastReport: now.Add(-5 * time.Minute), want: true},
+		{name: "changed, reported 10s ago", lastReport: now.Add(-10 * time.Second), notReady: true, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(fake.NewClientset(), clocktesting.NewFakeClock(now), Config{NodeName: testNode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, err := r.initialNode(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.lastReport = tc.lastReport
+			r.Health().SetReady(!tc.notReady, "")
+
+			next, report, err := r.nextStatus(node, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if report != tc.want {
+				t.Errorf("report = %v, want %v", report, tc.want)
+			}
+			for _, c := range next.Status.Conditions {
+				if !c.LastHeartbeatTime.Time.Equal(now) {
+					t.Errorf("%s lastHeartbeatTime = %v, want %v", c.Type, c.LastHeartbeatTime, now)
+				}
+			}
+		})
+	}
+}
+
+func TestStatusPatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(s *corev1.NodeStatus)
+		// wantKeys are the keys of the patch's status.
+		wantKeys []string
+	}{
+		{name: "heartbeat", wantKeys: []string{"$setElementOrder/conditions", "conditions"}, change: func(s *corev1.NodeStatus) {
+			s.Conditions[0].LastHeartbeatTime = at(time.Hour)
+		}},
+		{name: "condition flips", wantKeys: []string{"$setElementOrder/conditions", "conditions"}, change: func(s *corev1.NodeStatus) {
+			s.Conditions[0].Status, s.Conditions[0].LastTransitionTime = corev1.ConditionFalse, at(time.Hour)
+		}},
+		{name: "resource dropped", wantKeys: []string{"capacity"}, change: func(s *corev1.NodeStatus) {
+			s.Capacity[corev1.ResourceMemory] = resource.MustParse("1Gi")
+			delete(s.Capacity, corev1.ResourceCPU)
+		}},
+		{name: "address of the same type replaced", wantKeys: []string{"addresses"}, change: func(s *corev1.NodeStatus) {
+			s.Addresses = []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "10.0.0.2"},
+				{Type: corev1.NodeInternalIP, Address: "fd00::2"},
+			}
+		}},
+		{name: "addresses dropped", wantKeys: []string{"addresses"}, change: func(s *corev1.NodeStatus) {
+			s.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: testNode}}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prev, next := readyStatus(), readyStatus()
+			tc.change(&next)
+			patch, err := statusPatch(&prev, &next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields map[string]map[string]json.RawMessage
+			if err := json.Unmarshal(patch, &fields); err != nil {
+				t.Fatalf("patch %s: %v", patch, err)
+			}
+			if len(fields) != 1 || fields["status"] == nil {
+				t.Fatalf("patch %s touches more than the status", patch)
+			}
+			var keys []string
+			for k := range fields["status"] {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, tc.wantKeys) {
+				t.Errorf("patch %s has status keys %v, want %v", patch, keys, tc.wantKeys)
+			}
+
+			// Applied to the stored node, the patch yields the next status.
+			stored := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}, Status: prev}
+			storedJSON, err := json.Marshal(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patchedJSON, err := strategicpatch.StrategicMergePatch(storedJSON, patch, corev1.Node{})
+			if err != nil {
+				t.Fatalf("apply %s: %v", patch, err)
+			}
+			var patched corev1.Node
+			if err := json.Unmarshal(patchedJSON, &patched); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(patched.Status, next) {
+				t.Errorf("patched status = %+v\nwant %+v", patched.Status, next)
+			}
+		})
+	}
+}
+
+func TestStatusReportCadence(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.start()
+	h.settle(2)
+	h.calls()
+
+	// Created at t0: unchanged status waits for the report frequency.
+	for i := 1; i < 30; i++ {
+		h.step(10*time.Second, 2)
+		if n := count(h.calls(), "patch", "nodes"); n != 0 {
+			t.Fatalf("%ds: %d patches of an unchanged status, want none", 10*i, n)
+		}
+	}
+	h.step(10*time.Second, 2)
+	if n := count(h.calls(), "patch", "nodes"); n != 1 {
+		t.Fatalf("300s: %d patches, want 1 once the report frequency passed", n)
+	}
+	ready := condition(h.node(), corev1.NodeReady)
+	if want := at(300 * time.Second); !ready.LastHeartbeatTime.Equal(&want) {
+		t.Errorf("Ready lastHeartbeatTime = %v, want %v", ready.LastHeartbeatTime, want)
+	}
+	if want := at(0); !ready.LastTransitionTime.Equal(&want) || ready.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s since %v, want True since %v", ready.Status, ready.LastTransitionTime, want)
+	}
+
+	h.r.Health().SetReady(false, "container runtime is down")
+	h.step(10*time.Second, 2)
+	if n := count(h.calls(), "patch", "nodes"); n != 1 {
+		t.Fatalf("310s: %d patches, want 1 for a change", n)
+	}
+	ready = condition(h.node(), corev1.NodeReady)
+	if want := at(310 * time.Second); ready.Status != corev1.ConditionFalse || !ready.LastTransitionTime.Equal(&want) ||
+		!ready.LastHeartbeatTime.Equal(&want) || ready.Message != "container runtime is down" {
+		t.Errorf("Ready = %+v, want False %q with both times %v", ready, "container runtime is down", want)
+	}
+	memory := condition(h.node(), corev1.NodeMemoryPressure)
+	if want := at(310 * time.Second); !memory.LastHeartbeatTime.Equal(&want) {
+		t.Errorf("MemoryPressure lastHeartbeatTime = %v, want %v: every write refreshes every heartbeat", memory.LastHeartbeatTime, want)
+	}
+	if want := at(0); !memory.LastTransitionTime.Equal(&want) {
+		t.Errorf("MemoryPressure lastTransitionTime = %v, want %v", memory.LastTransitionTime, want)
+	}
+
+	h.step(10*time.Second, 2)
+	if n := count(h.calls(), "patch", "nodes"); n != 0 {
+		t.Errorf("320s: %d patches, want none", n)
+	}
+}
+
+// nodeGets returns the resourceVersions of the Node GETs of the status
+// loop, and the number of status patches.
+func nodeGets(calls []call) (rvs []string, patches int) {
+	for _, c := range calls {
+		switch {
+		case c.verb == "get" && c.resource == "nodes":
+			rvs = append(rvs, c.rv)
+		case c.verb == "patch" && c.resource == "nodes" && c.subresource == "status":
+			patches++
+		}
+	}
+	return rvs, patches
+}
+
+func TestAdoptedNodeIsReportedAtOnce(t *testing.T) {
+	h := newHarness(t, Config{}, existingNode(), ownedLease())
+	h.start()
+	h.settle(2)
+
+	rvs, patches := nodeGets(h.calls())
+	if !slices.Equal(rvs, []string{"0"}) || patches != 1 {
+		t.Fatalf("node GETs with resourceVersions %q and %d patches, want [\"0\"] and 1", rvs, patches)
+	}
+	ready := condition(h.node(), corev1.NodeReady)
+	if want := at(0); ready.Status != corev1.ConditionTrue || ready.Reason != ReasonKubeletReady ||
+		!ready.LastTransitionTime.Equal(&want) || !ready.LastHeartbeatTime.Equal(&want) {
+		t.Errorf("Ready = %+v, want True since %v", ready, want)
+	}
+	if got := len(h.node().Status.Conditions); got != 4 {
+		t.Errorf("%d conditions, want 4", got)
+	}
+}
+
+func TestStatusRetries(t *testing.T) {
+	lost := errors.New("connection reset by peer")
+	tests := []struct {
+		name        string
+		getFails    int
+		patchFails  int
+		wantRVs     []string
+		wantPatches int
+		wantHook    int32
+	}{
+		{name: "first read from the cache", wantRVs: []string{"0"}, wantPatches: 1},
+		{name: "retry reads from etcd", getFails: 1, wantRVs: []string{"0", ""}, wantPatches: 1},
+		{name: "second failure calls the hook", getFails: 2, wantRVs: []string{"0", "", ""}, wantPatches: 1, wantHook: 1},
+		{name: "failed patch is retried", patchFails: 1, wantRVs: []string{"0", ""}, wantPatches: 2},
+		{name: "gives up after 5 tries", getFails: 5, wantRVs: []string{"0", "", "", "", ""}, wantHook: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{}, existingNode(), ownedLease())
+			h.failN("get", "nodes", tc.getFails, lost)
+			h.failN("patch", "nodes", tc.patchFails, lost)
+			h.start()
+			h.settle(2)
+
+			rvs, patches := nodeGets(h.calls())
+			if !slices.Equal(rvs, tc.wantRVs) || patches != tc.wantPatches {
+				t.Errorf("node GETs with resourceVersions %q and %d patches, want %q and %d", rvs, patches, tc.wantRVs, tc.wantPatches)
+			}
+			if n := h.failures.Load(); n != tc.wantHook {
+				t.Errorf("OnRepeatedFailure called %d times, want %d", n, tc.wantHook)
+			}
+		})
+	}
+}
+
+func TestDeletedNodeIsRegisteredAgain(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.start()
+	h.settle(2)
+	h.calls()
+	if err := h.cs.Tracker().Delete(nodesGVR, "", testNode); err != nil {
+		t.Fatal(err)
+	}
+
+	h.step(10*time.Second, 2)
+
+	got := h.calls()
+	if n := count(got, "create", "nodes"); n != 1 {
+		t.Fatalf("%d node creates, want 1; calls = %+v", n, got)
+	}
+	node := h.node()
+	if node.UID != "uid-2" {
+		t.Errorf("node UID = %q, want a new one", node.UID)
+	}
+	ready := condition(node, corev1.NodeReady)
+	if want := at(10 * time.Second); ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Equal(&want) {
+		t.Errorf("Ready = %+v, want True since %v", ready, want)
+	}
+
+	// The registration was a report.
+	h.step(10*time.Second, 2)
+	if got := writes(h.calls()); !slices.Equal(got, []call{{verb: "update", resource: "leases"}}) {
+		t.Errorf("writes after the registration = %+v, want the lease renewal alone", got)
+	}
+}
+
+func TestNotFoundFromLaggingCacheIsNotADeletion(t *testing.T) {
+	h := newHarness(t, Config{}, existingNode(), ownedLease())
+	h.failN("get", "nodes", 1, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, testNode))
+	h.start()
+	h.settle(2)
+
+	rvs, patches := nodeGets(h.calls())
+	if !slices.Equal(rvs, []string{"0", ""}) || patches != 1 {
+		t.Errorf("node GETs with resourceVersions %q and %d patches, want [\"0\" \"\"] and 1", rvs, patches)
+	}
+	if uid := h.node().UID; uid != "uid-existing" {
+		t.Errorf("node UID = %q, want the existing node kept", uid)
+	}
+}
+
+func TestFailingSetterDoesNotStopTheOthers(t *testing.T) {
+	broken := func(*corev1.Node, time.Time) error { return errors.New("no disk stats") }
+	h := newHarness(t, Config{Setters: append([]StatusSetter{broken}, DefaultSetters(nil)...)})
+	h.start()
+	h.settle(2)
+	if ready := condition(h.node(), corev1.NodeReady); ready.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %q, want True", ready.Status)
+	}
+	if !strings.HasPrefix(h.node().Status.NodeInfo.KubeletVersion, "v1.") {
+		t.Errorf("node info not set: %+v", h.node().Status.NodeInfo)
+	}
+}
