@@ -1,0 +1,13 @@
+// Package fleet runs simulated nodes against a real apiserver: each node is a
+// reporter (package internal/reporter) writing its Lease and status the way
+// a kubelet does, all through one shared heartbeat client. Test suites use it
+// to give envtest, which has no kubelets, nodes that live, die and recover:
+//
+//	f, err := fleet.Start(ctx, cfg, fleet.Options{Nodes: 6, Zones: 3})
+//	defer f.Close()
+//	f.Stop(f.Nodes()[0])  // its heartbeats stop; the controller marks it
+//	f.Resume(f.Nodes()[0]) // it reports again and recovers
+//
+// The fleet also runs as a command, for demos and scale tests; see
+// test/fleet/cmd/fleet.
+package fleet

@@ -1,0 +1,271 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/reporter"
+)
+
+// Options describe a fleet. Zero fields take the defaults named.
+type Options struct {
+	// Nodes is how many nodes to run; required.
+	Nodes int
+	// Zones spreads the nodes over this many zones, round robin. Default 1.
+	Zones int
+	// Region is the nodes' topology.kubernetes.io/region. Default "fleet".
+	Region string
+	// NamePrefix starts every node name. Default "fleet-".
+	NamePrefix string
+	// PodsPerNode bound to each node, running and Ready. Default 0.
+	PodsPerNode int
+	// PodNamespace holds the pods. Default "default".
+	PodNamespace string
+	// PodTolerations are added to every pod. The apiserver's admission adds
+	// 300s tolerations for the not-ready and unreachable taints to pods
+	// without their own.
+	PodTolerations []corev1.Toleration
+
+	// LeaseDurationSeconds, RenewIntervalFraction, NodeStatusUpdateFrequency
+	// and NodeStatusReportFrequency are the reporters' timings; zero takes
+	// the kubelet's defaults (40, 0.25, 10s, 5m).
+	LeaseDurationSeconds      int32
+	RenewIntervalFraction     float64
+	NodeStatusUpdateFrequency time.Duration
+	NodeStatusReportFrequency time.Duration
+
+	// Clock times the reporters; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+func (o Options) withDefaults() Options {
+	if o.Zones <= 0 {
+		o.Zones = 1
+	}
+	if o.Region == "" {
+		o.Region = "fleet"
+	}
+	if o.NamePrefix == "" {
+		o.NamePrefix = "fleet-"
+	}
+	if o.PodNamespace == "" {
+		o.PodNamespace = metav1.NamespaceDefault
+	}
+	if o.LeaseDurationSeconds == 0 {
+		o.LeaseDurationSeconds = reporter.DefaultLeaseDurationSeconds
+	}
+	if o.RenewIntervalFraction == 0 {
+		o.RenewIntervalFraction = reporter.DefaultRenewIntervalFraction
+	}
+	if o.NodeStatusUpdateFrequency == 0 {
+		o.NodeStatusUpdateFrequency = reporter.DefaultNodeStatusUpdateFrequency
+	}
+	if o.NodeStatusReportFrequency == 0 {
+		o.NodeStatusReportFrequency = reporter.DefaultNodeStatusReportFrequency
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Fleet is a set of running simulated nodes.
+type Fleet struct {
+	opts   Options
+	client kubernetes.Interface
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	names   []string
+	members map[string]*member
+}
+
+type member struct {
+	zone     string
+	reporter *reporter.Reporter
+}
+
+// Start registers the fleet's nodes and runs their reporters until Close.
+// It returns once every node exists and, if asked for, its pods are bound
+// and Ready.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) {
+	if opts.Nodes <= 0 {
+		return nil, fmt.Errorf("fleet: Nodes must be positive, got %d", opts.Nodes)
+	}
+	opts = opts.withDefaults()
+	leaseDuration := time.Duration(opts.LeaseDurationSeconds) * time.Second
+	client, closeIdle, err := reporter.NewHeartbeatClient(cfg, min(opts.NodeStatusUpdateFrequency, leaseDuration))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f := &Fleet{opts: opts, client: client, cancel: cancel, members: make(map[string]*member, opts.Nodes)}
+
+	// Spread the renewals evenly over one renewal interval, so that
+	// thousands of nodes do not renew in bursts.
+	renewEvery := time.Duration(float64(leaseDuration) * opts.RenewIntervalFraction)
+	for i := range opts.Nodes {
+		name := fmt.Sprintf("%s%04d", opts.NamePrefix, i)
+		zone := fmt.Sprintf("%s-%c", opts.Region, 'a'+rune(i%opts.Zones))
+		r, err := reporter.New(client, opts.Clock, reporter.Config{
+			NodeName: name,
+			Labels: map[string]string{
+				corev1.LabelTopologyRegion: opts.Region,
+				corev1.LabelTopologyZone:   zone,
+			},
+			Addresses:                 []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}},
+			LeaseDurationSeconds:      opts.LeaseDurationSeconds,
+			RenewIntervalFraction:     opts.RenewIntervalFraction,
+			NodeStatusUpdateFrequency: opts.NodeStatusUpdateFrequency,
+			NodeStatusReportFrequency: opts.NodeStatusReportFrequency,
+			StartOffset:               renewEvery * time.Duration(i) / time.Duration(opts.Nodes),
+			OnRepeatedFailure:         closeIdle,
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("fleet: node %s: %w", name, err)
+		}
+		f.names = append(f.names, name)
+		f.members[name] = &member{zone: zone, reporter: r}
+		f.wg.Go(func() { _ = r.Run(runCtx) })
+	}
+
+	if err := f.waitRegistered(ctx); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if opts.PodsPerNode > 0 {
+		if err := f.createPods(ctx); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Close stops every reporter and waits for them. The Nodes, Leases and pods
+// stay; the controller will find them silent.
+func (f *Fleet) Close() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// Client is the fleet's shared heartbeat client.
+func (f *Fleet) Client() kubernetes.Interface { return f.client }
+
+// Nodes returns the names of the fleet's nodes, in order.
+func (f *Fleet) Nodes() []string { return slices.Clone(f.names) }
+
+// Zone returns a node's zone.
+func (f *Fleet) Zone(name string) string {
+	if m := f.members[name]; m != nil {
+		return m.zone
+	}
+	return ""
+}
+
+// Zones returns the zone names, in order.
+func (f *Fleet) Zones() []string {
+	var zones []string
+	for _, n := range f.names {
+		if z := f.members[n].zone; !slices.Contains(zones, z) {
+			zones = append(zones, z)
+		}
+	}
+	return zones
+}
+
+// InZone returns the nodes of a zone.
+func (f *Fleet) InZone(zone string) []string {
+	var out []string
+	for _, n := range f.names {
+		if f.members[n].zone == zone {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Stop stops the heartbeats of the named nodes, as if their kubelets died.
+func (f *Fleet) Stop(names ...string) {
+	for _, n := range names {
+		if m := f.members[n]; m != nil {
+			m.reporter.Pause()
+		}
+	}
+}
+
+// Partition cuts the named nodes off from the control plane. Seen from the
+// apiserver that is the same as Stop: no heartbeat arrives.
+func (f *Fleet) Partition(names ...string) { f.Stop(names...) }
+
+// Resume restarts the heartbeats of the named nodes: each renews its Lease
+// and reports its status at once.
+func (f *Fleet) Resume(names ...string) {
+	for _, n := range names {
+		if m := f.members[n]; m != nil {
+			m.reporter.Resume()
+		}
+	}
+}
+
+// Stopped reports whether a node's heartbeats are stopped.
+func (f *Fleet) Stopped(name string) bool {
+	m := f.members[name]
+	return m != nil && m.reporter.Paused()
+}
+
+// SetReady makes a node report Ready=True or, with a message, Ready=False,
+// as a kubelet whose runtime failed would.
+func (f *Fleet) SetReady(name string, ready bool, message string) {
+	if m := f.members[name]; m != nil {
+		m.reporter.Health().SetReady(ready, message)
+	}
+}
+
+// WaitFor polls a node until cond holds or ctx ends.
+func (f *Fleet) WaitFor(ctx context.Context, name string, cond func(*corev1.Node) bool) error {
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		node, err := f.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return cond(node), nil
+	})
+}
+
+// ReadyIs returns a condition for WaitFor: the node's Ready condition has
+// the given status.
+func ReadyIs(status corev1.ConditionStatus) func(*corev1.Node) bool {
+	return func(n *corev1.Node) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == status
+			}
+		}
+		return false
+	}
+}
+
+func (f *Fleet) waitRegistered(ctx context.Context) error {
+	for _, n := range f.names {
+		if err := f.WaitFor(ctx, n, func(*corev1.Node) bool { return true }); err != nil {
+			return fmt.Errorf("fleet: node %s did not register: %w", n, err)
+		}
+	}
+	return nil
+}
