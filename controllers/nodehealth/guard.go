@@ -52,14 +52,14 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 		r.kicker.kick(r.Guard.Nodes()...)
 	}
 	if c.Freeze {
-		silent, total := r.Guard.SilentCount()
+		lost, total := r.Guard.LostCount()
 		setFreezeMetric(c.Frozen)
 		if c.Frozen {
-			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", silent, "nodes", total)
+			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", lost, "nodes", total)
 		} else {
-			log.Info("Partition freeze ended", "silentNodes", silent, "nodes", total)
+			log.Info("Partition freeze ended", "silentNodes", lost, "nodes", total)
 		}
-		r.eventFreeze(c.Frozen, silent, total)
+		r.eventFreeze(c.Frozen, lost, total)
 		r.kicker.kick(r.Guard.Nodes()...)
 	}
 }

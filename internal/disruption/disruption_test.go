@@ -273,3 +273,22 @@ func TestFreezeStartsOnFadingNodesBeforeTheyExpire(t *testing.T) {
 		t.Fatal("the freeze ended while most nodes were still quiet")
 	}
 }
+
+func TestGuardLostCountIncludesFadingNodes(t *testing.T) {
+	g := NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55,
+		FreezeThreshold: 0.6, FreezeWindow: time.Minute, FreezeCooldown: time.Minute})
+	for i := range 5 {
+		g.Update(fmt.Sprint("n", i), NodeStatus{Zone: "z", Ready: true}, t0)
+	}
+	// Four nodes went quiet together; none has expired yet.
+	if c := g.Tick(4, t0); !c.Freeze || !c.Frozen {
+		t.Fatalf("four of five fading nodes should freeze: %+v", c)
+	}
+	if lost, total := g.LostCount(); lost != 4 || total != 5 {
+		t.Fatalf("LostCount() = %d, %d; want 4, 5", lost, total)
+	}
+	g.Update("n0", NodeStatus{Zone: "z", SilentSince: t0}, t0)
+	if lost, _ := g.LostCount(); lost != 4 {
+		t.Fatalf("one expired of four fading: LostCount() = %d, want 4", lost)
+	}
+}

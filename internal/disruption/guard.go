@@ -303,12 +303,13 @@ func (g *Guard) Silent(name string) bool {
 	return ok
 }
 
-// SilentCount returns how many nodes are without heartbeats, and how many
-// nodes there are.
-func (g *Guard) SilentCount() (silent, total int) {
+// LostCount returns how many nodes the freeze counts as without heartbeats
+// (those past their grace period, or the fading ones when there are more of
+// them), and how many nodes there are.
+func (g *Guard) LostCount() (lost, total int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.silent), len(g.nodes)
+	return max(len(g.silent), g.fading), len(g.nodes)
 }
 
 // ZoneSnapshot is a zone's counts and state.
