@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -363,4 +364,34 @@ func nodeNamed(t *testing.T, f *fixture, name string) *corev1.Node {
 		t.Fatal(err)
 	}
 	return n
+}
+
+func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, nil, nil)
+	f.reconcile(t)
+
+	// A renewal arrives at t0+40s; the work queue is long, and the node's
+	// turn comes at t0+60s, past the deadline the old renewal set.
+	f.clock.Step(40 * time.Second)
+	renewed := nodeLease(t0.Add(40 * time.Second))
+	h := hearing[*coordinationv1.Lease]{hear: f.r.hearLease}
+	h.Update(context.Background(), event.TypedUpdateEvent[*coordinationv1.Lease]{ObjectOld: nodeLease(t0), ObjectNew: renewed}, nil)
+	lease := &coordinationv1.Lease{}
+	if err := f.cached.Get(context.Background(), client.ObjectKeyFromObject(renewed), lease); err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec = renewed.Spec
+	if err := f.cached.Update(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+
+	f.clock.Step(20 * time.Second)
+	res := f.reconcile(t)
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionTrue {
+		t.Fatalf("marked %s although a heartbeat was heard 20s ago", got)
+	}
+	// The deadline runs from when the renewal was heard: t0+40s+50s.
+	if res.RequeueAfter != 30*time.Second {
+		t.Fatalf("RequeueAfter = %v, want 30s (the grace from the heard renewal)", res.RequeueAfter)
+	}
 }

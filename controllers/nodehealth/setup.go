@@ -45,8 +45,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateMatters})).
+		// Status heartbeats are heard before the queue; the Node events
+		// that matter are queued by For.
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
+			hearing[*corev1.Node]{hear: r.hearNode})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
-			handler.TypedEnqueueRequestsFromMapFunc(leaseToNode),
+			hearing[*coordinationv1.Lease]{hear: r.hearLease, next: handler.TypedEnqueueRequestsFromMapFunc(leaseToNode)},
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),

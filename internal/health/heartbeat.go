@@ -27,11 +27,24 @@ type Pulse struct {
 func PulseOf(node *corev1.Node, lease *coordinationv1.Lease) Pulse {
 	var p Pulse
 	if node != nil {
-		p.ReadyHeartbeatNanos = node.CreationTimestamp.UnixNano()
-		if c := ReadyCondition(node); c != nil {
-			p.ReadyHeartbeatNanos = c.LastHeartbeatTime.UnixNano()
-		}
+		p.ReadyHeartbeatNanos = readyHeartbeat(node)
 	}
+	p.setLease(lease)
+	return p
+}
+
+// readyHeartbeat is the status part of a node's pulse.
+func readyHeartbeat(node *corev1.Node) int64 {
+	if c := ReadyCondition(node); c != nil {
+		return c.LastHeartbeatTime.UnixNano()
+	}
+	return node.CreationTimestamp.UnixNano()
+}
+
+// setLease replaces the Lease part of the pulse with what lease shows.
+func (p *Pulse) setLease(lease *coordinationv1.Lease) {
+	ready := p.ReadyHeartbeatNanos
+	*p = Pulse{ReadyHeartbeatNanos: ready}
 	if lease != nil {
 		s := &lease.Spec
 		p.HasLease = true
@@ -51,7 +64,6 @@ func PulseOf(node *corev1.Node, lease *coordinationv1.Lease) Pulse {
 			p.LeaseHolder = *s.HolderIdentity
 		}
 	}
-	return p
 }
 
 // LeaseChanged reports whether the Lease part of two pulses differs. A Lease

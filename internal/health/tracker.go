@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -68,6 +70,44 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 	// counts when it appears.
 	e.pulse.HasLease = p.HasLease
 	return Observation{LastHeartbeat: e.lastHeartbeat}
+}
+
+// HeardLease records a Lease the moment the informer delivers it, before the
+// node's turn in the work queue comes: a renewal is timed when the
+// controller first saw it, however long the queue. Only tracked nodes are
+// updated; a node's first observation is Observe's. It reports whether the
+// Lease was a heartbeat.
+func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	if !ok {
+		return false
+	}
+	p := e.pulse
+	p.setLease(lease)
+	if !p.LeaseChanged(e.pulse) {
+		return false
+	}
+	e.pulse, e.lastHeartbeat = p, now
+	return true
+}
+
+// HeardNode records a Node the moment the informer delivers it, as
+// HeardLease does a Lease. It reports whether the Node showed a heartbeat.
+func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[node.Name]
+	if !ok || e.uid != node.UID {
+		return false
+	}
+	ready := readyHeartbeat(node)
+	if ready == e.pulse.ReadyHeartbeatNanos {
+		return false
+	}
+	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
+	return true
 }
 
 // Judged records the verdict reached for a node and returns the state it had

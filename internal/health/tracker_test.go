@@ -150,3 +150,59 @@ func TestMarkUnknown(t *testing.T) {
 		t.Fatal("marking twice changed something")
 	}
 }
+
+func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "")
+	node.UID = "a"
+	lease := &leaseState{renew: t0}
+	tr.Observe("n1", "a", PulseOf(node, lease.object()), t0)
+
+	// The informer delivers a renewal at t0+10s; the reconcile that reads
+	// it runs at t0+30s and must not move the heartbeat to its own time.
+	lease.renew = t0.Add(10 * time.Second)
+	if !tr.HeardLease("n1", lease.object(), t0.Add(10*time.Second)) {
+		t.Fatal("a renewed lease was not heard as a heartbeat")
+	}
+	if tr.HeardLease("n1", lease.object(), t0.Add(11*time.Second)) {
+		t.Fatal("the same lease was heard twice")
+	}
+	obs := tr.Observe("n1", "a", PulseOf(node, lease.object()), t0.Add(30*time.Second))
+	if obs.Renewed || !obs.LastHeartbeat.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("reconcile after the heard lease: %+v", obs)
+	}
+
+	// A status heartbeat, likewise.
+	node = node.DeepCopy()
+	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(40 * time.Second))
+	if !tr.HeardNode(node, t0.Add(40*time.Second)) {
+		t.Fatal("a new status heartbeat was not heard")
+	}
+	obs = tr.Observe("n1", "a", PulseOf(node, lease.object()), t0.Add(50*time.Second))
+	if obs.Renewed || !obs.LastHeartbeat.Equal(t0.Add(40*time.Second)) {
+		t.Fatalf("reconcile after the heard status: %+v", obs)
+	}
+}
+
+func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "")
+	node.UID = "a"
+	if tr.HeardNode(node, t0) || tr.HeardLease("n1", (&leaseState{renew: t0}).object(), t0) {
+		t.Fatal("an untracked node was heard: its first observation belongs to the reconcile")
+	}
+	tr.Observe("n1", "a", PulseOf(node, nil), t0)
+	other := node.DeepCopy()
+	other.UID = "b"
+	other.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(time.Second))
+	if tr.HeardNode(other, t0.Add(time.Second)) {
+		t.Fatal("a node recreated under another UID was heard as the old one")
+	}
+	// A Lease appearing where there was none is a heartbeat, as in Observe.
+	if !tr.HeardLease("n1", &coordinationv1.Lease{}, t0.Add(2*time.Second)) {
+		t.Fatal("a lease appearing was not heard")
+	}
+	if got := tr.Quiet(t0.Add(time.Second)); got != 0 {
+		t.Fatalf("Quiet = %d after a heard lease", got)
+	}
+}
