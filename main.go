@@ -86,6 +86,7 @@ func run(args []string) error {
 	if err != nil {
 		return configError{err}
 	}
+	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, int(opts.KubeAPIBurst)
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")

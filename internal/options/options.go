@@ -25,11 +25,25 @@ const (
 	DefaultLeaderElectionID          = "node-lifecycle-controller"
 )
 
+// Client rate limits. kube-controller-manager's --kube-api-qps (20) and
+// --kube-api-burst (30) are shared by dozens of controllers that write in
+// steady state; this controller writes nothing while nodes are healthy and
+// needs its budget in the seconds after nodes fail, when every write is
+// late if throttled. The apiserver's priority and fairness still applies.
+const (
+	DefaultKubeAPIQPS   = 100
+	DefaultKubeAPIBurst = 200
+)
+
 // Options is the validated configuration of the controller.
 type Options struct {
 	// Kubeconfig is the path of a kubeconfig file; empty means in-cluster
 	// configuration, then $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit the requests the controller sends
+	// to the apiserver: a sustained rate per second and a burst.
+	KubeAPIQPS   float32
+	KubeAPIBurst int32
 
 	// NodeMonitorPeriod is how often the controller looks for nodes whose
 	// deadline passed without being acted on. Deadlines are acted on when they
@@ -85,6 +99,8 @@ type Options struct {
 // Default returns the options with every value at its default.
 func Default() Options {
 	return Options{
+		KubeAPIQPS:                DefaultKubeAPIQPS,
+		KubeAPIBurst:              DefaultKubeAPIBurst,
 		NodeMonitorPeriod:         DefaultNodeMonitorPeriod,
 		NodeMonitorGracePeriod:    DefaultNodeMonitorGracePeriod,
 		NodeStartupGracePeriod:    DefaultNodeStartupGracePeriod,
@@ -106,6 +122,11 @@ func Default() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
 		"Path to a kubeconfig file. Empty means in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"Requests per second the controller may send to the apiserver, sustained. Higher than "+
+			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait.")
+	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Requests the controller may send to the apiserver in a burst above --kube-api-qps.")
 
 	fs.DurationVar(&o.NodeMonitorPeriod, "node-monitor-period", o.NodeMonitorPeriod,
 		"How often to look for nodes whose grace deadline passed without being acted on. "+
@@ -163,6 +184,12 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("invalid --%s=%v: %s", flag, value, rule))
 	}
 
+	if !(o.KubeAPIQPS > 0) {
+		bad("kube-api-qps", o.KubeAPIQPS, "must be positive")
+	}
+	if o.KubeAPIBurst <= 0 {
+		bad("kube-api-burst", o.KubeAPIBurst, "must be positive")
+	}
 	if o.NodeMonitorPeriod <= 0 {
 		bad("node-monitor-period", o.NodeMonitorPeriod, "must be positive")
 	}
