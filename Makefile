@@ -62,6 +62,10 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 test: envtest-assets ## Run every test with the race detector, against the control plane in bin/.
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
 
+.PHONY: demo
+demo: envtest-assets build ## Run the showcase: a local control plane, the controller and a 60-node fleet through node, zone and total failures, drawn live; logs and timeline in bin/demo/. More flags in ARGS (--nodes, --zones).
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go run ./test/demo $(ARGS)
+
 ##@ Build
 
 .PHONY: build

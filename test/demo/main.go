@@ -1,0 +1,224 @@
+// Command demo shows the node lifecycle controller at work: it starts a
+// local control plane (envtest), runs the controller binary against it with
+// short timings and a simulated fleet, plays a script of node failures, draws the cluster live
+// in the terminal and writes a timeline picture at the end.
+//
+// Run it with `make demo` (which builds the control plane into bin/).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+)
+
+// The demo's timings: seconds where a real cluster has minutes.
+const (
+	graceperiod       = 4 * time.Second
+	startupGrace      = 6 * time.Second
+	monitorPeriod     = time.Second
+	podEvictTimeout   = 10 * time.Second
+	evictionRate      = 1.0 // NoExecute taints per second and zone
+	freezeCooldown    = 4 * time.Second
+	tolerationSeconds = 8 // the fleet's pods tolerate unreachable and not-ready this long
+	podsPerNode       = 2
+	viewInterval      = 500 * time.Millisecond
+)
+
+// config is what the command line sets.
+type config struct {
+	nodes, zones int
+	outDir       string
+	controller   string
+}
+
+func main() {
+	code := 0
+	func() {
+		// A panic still unwinds through run's deferred cleanup, which stops
+		// the control plane, before it is reported here.
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(os.Stderr, "demo: panic: %v\n", r)
+				code = 2
+			}
+		}()
+		if err := run(); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+			code = 1
+		}
+	}()
+	os.Exit(code)
+}
+
+func parseFlags() (config, error) {
+	var c config
+	flag.IntVar(&c.nodes, "nodes", 60, "number of simulated nodes")
+	flag.IntVar(&c.zones, "zones", 3, "number of zones the nodes are spread over (at least 2)")
+	flag.StringVar(&c.outDir, "out", "bin/demo", "directory for the logs, the controller's kubeconfig and the timeline picture")
+	flag.StringVar(&c.controller, "controller", "bin/node-lifecycle-controller", "the controller binary to run")
+	flag.Parse()
+	switch {
+	case c.zones < 2:
+		return c, fmt.Errorf("--zones=%d: need at least 2, so that one zone can fail beside healthy ones", c.zones)
+	case c.nodes < 3 || c.nodes < c.zones:
+		return c, fmt.Errorf("--nodes=%d: need at least 3 and at least one per zone", c.nodes)
+	}
+	return c, nil
+}
+
+func run() error {
+	// Until the end, Ctrl-C and SIGTERM cancel ctx instead of killing the
+	// process, so that the deferred cleanup below always runs.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	c, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	assets, err := assetsDir()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.outDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", c.outDir, err)
+	}
+	closeFleetLog, err := logTo(filepath.Join(c.outDir, "fleet.log"))
+	if err != nil {
+		return err
+	}
+	defer closeFleetLog()
+	logPath := filepath.Join(c.outDir, "controller.log")
+	controllerLog, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("create controller log: %w", err)
+	}
+	defer func() { _ = controllerLog.Close() }()
+
+	fmt.Printf("Starting a local control plane from %s ...\n", assets)
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// There is no kube-controller-manager to create service accounts.
+	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop() // whatever did start
+		return fmt.Errorf("start control plane: %w", err)
+	}
+	defer func() {
+		fmt.Println("Stopping the control plane ...")
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "demo: stop control plane: %v\n", err)
+		}
+	}()
+
+	ctl, err := startController(ctx, env, c.controller, c.outDir, controllerLog)
+	if err != nil {
+		return err
+	}
+	defer ctl.stop()
+
+	fmt.Printf("Starting a fleet of %d nodes in %d zones, %d pods each ...\n", c.nodes, c.zones, podsPerNode)
+	f, err := fleet.Start(ctx, cfg, fleet.Options{
+		Nodes:                     c.nodes,
+		Zones:                     c.zones,
+		PodsPerNode:               podsPerNode,
+		LeaseDurationSeconds:      2,
+		NodeStatusUpdateFrequency: time.Second,
+		PodTolerations: []corev1.Toleration{
+			{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](tolerationSeconds)},
+			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](tolerationSeconds)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("start fleet: %w", err)
+	}
+	defer f.Close()
+
+	obsCfg := rest.CopyConfig(cfg)
+	obsCfg.QPS, obsCfg.Burst = 200, 400 // the view and the acts poll several times a second
+	cs, err := kubernetes.NewForConfig(obsCfg)
+	if err != nil {
+		return fmt.Errorf("build client: %w", err)
+	}
+	d := &demo{
+		fleet:    f,
+		obs:      &observer{client: cs, controller: ctl, podsPerNode: podsPerNode, namespace: corev1.NamespaceDefault},
+		start:    time.Now(),
+		logPath:  logPath,
+		timeline: newTimeline(),
+	}
+	d.timeline.start = d.start
+
+	viewCtx, stopView := context.WithCancel(ctx)
+	var viewDone sync.WaitGroup
+	viewDone.Go(func() { d.runView(viewCtx, isTerminal(os.Stdout)) })
+	results, playErr := d.play(ctx)
+	stopView()
+	viewDone.Wait()
+
+	d.printSummary(results)
+	for _, name := range []string{"timeline.svg", "timeline.png"} {
+		path := filepath.Join(c.outDir, name)
+		if err := d.timeline.write(path, c.nodes, c.zones); err != nil {
+			return errors.Join(playErr, fmt.Errorf("write timeline: %w", err))
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		fmt.Printf("Timeline written to %s\n", path)
+	}
+	return playErr
+}
+
+// assetsDir finds kube-apiserver and etcd through $KUBEBUILDER_ASSETS.
+func assetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		return "", errors.New("KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd into bin/ and sets it")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s (run `make envtest-assets`): %w", dir, bin, err)
+		}
+	}
+	return dir, nil
+}
+
+// logTo sends the logs of the demo's own clients (the fleet's reporters and
+// client-go) to a file, so that the terminal shows only the demo.
+func logTo(path string) (closeFn func(), err error) {
+	file, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	logger := zap.New(zap.WriteTo(file))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
+	return func() { _ = file.Close() }, nil
+}
+
+// isTerminal says whether f is a character device, where the live view can
+// redraw the screen.
+func isTerminal(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
