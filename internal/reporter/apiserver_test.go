@@ -1,0 +1,166 @@
+package reporter_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/reporter"
+)
+
+// TestReporterSurvivesAPIServerRestart stops the kube-apiserver, etcd still
+// running, for longer than the node's lease lasts, then starts it again: the
+// reporter, never restarted, must renew the Lease and report the status
+// again, and must have called OnRepeatedFailure while the apiserver was down.
+func TestReporterSurvivesAPIServerRestart(t *testing.T) {
+	const (
+		nodeName      = "restart-node"
+		leaseDuration = 2 * time.Second
+		// The fault injected: the apiserver stays down until the Lease
+		// has expired, as in an outage that makes nodes look dead.
+		outage = leaseDuration + time.Second
+	)
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(15 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+
+	env, cfg := restartStartEnv(t)
+	kube, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	var failures atomic.Int32
+	heartbeats, closeIdle, err := reporter.NewHeartbeatClient(cfg, time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	r, err := reporter.New(heartbeats, clock.RealClock{}, reporter.Config{
+		NodeName:                  nodeName,
+		LeaseDurationSeconds:      int32(leaseDuration / time.Second),
+		NodeStatusUpdateFrequency: time.Second,
+		// Report at every sync, so that the Node's heartbeats show the
+		// recovery as the Lease's do.
+		NodeStatusReportFrequency: time.Second,
+		OnRepeatedFailure: func() {
+			failures.Add(1)
+			closeIdle()
+		},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	restartRun(t, r)
+
+	ctx := t.Context()
+	renewTime := func(g Gomega) time.Time {
+		lease, err := kube.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+		return lease.Spec.RenewTime.Time
+	}
+	readyHeartbeat := func(g Gomega) time.Time {
+		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
+				return c.LastHeartbeatTime.Time
+			}
+		}
+		g.Expect(node.Status.Conditions).To(ContainElement(HaveField("Type", corev1.NodeReady)))
+		return time.Time{}
+	}
+
+	// The Node is registered and the Lease created, then renewed.
+	g.Eventually(readyHeartbeat).ShouldNot(BeZero())
+	var created time.Time
+	g.Eventually(func(g Gomega) { created = renewTime(g) }).Should(Succeed())
+	g.Eventually(renewTime).Should(BeTemporally(">", created), "lease never renewed")
+
+	renewedBefore := renewTime(g)
+	failuresBefore := failures.Load()
+	apiServer := env.ControlPlane.APIServer
+	g.Expect(apiServer.Stop()).To(Succeed())
+	stopped := time.Now()
+	time.Sleep(outage) // The fault itself, not a wait for some state.
+	g.Expect(failures.Load()).To(BeNumerically(">", failuresBefore), "OnRepeatedFailure not called during the outage")
+	g.Expect(apiServer.Start()).To(Succeed())
+	restarted := time.Now()
+	// The reporter's client is built once, against this address and CA.
+	g.Expect(apiServer.SecureServing.URL("https", "/").String()).To(Equal(cfg.Host), "apiserver restarted elsewhere")
+	g.Expect(string(apiServer.SecureServing.CA)).To(Equal(string(cfg.CAData)), "apiserver restarted with another serving CA")
+
+	// Only the restarted apiserver can have taken a write stamped after
+	// the first one stopped. The Node's heartbeat has whole seconds, but
+	// the outage alone lasts longer than a second.
+	g.Eventually(renewTime).Should(BeTemporally(">", stopped), "lease not renewed after the restart (last renewed %v)", renewedBefore)
+	recovered := time.Since(restarted)
+	g.Eventually(readyHeartbeat).Should(BeTemporally(">", stopped), "status not reported after the restart")
+	t.Logf("Apiserver down %v; lease renewed %v after it was back; OnRepeatedFailure called %d times",
+		restarted.Sub(stopped).Round(time.Millisecond), recovered.Round(time.Millisecond), failures.Load()-failuresBefore)
+}
+
+// restartStartEnv starts a control plane of its own, stopped when the test
+// ends, and returns it with the admin's rest config.
+func restartStartEnv(t *testing.T) (*envtest.Environment, *rest.Config) {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/")
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		t.Fatalf("kube-apiserver missing from KUBEBUILDER_ASSETS (run `make envtest-assets`): %v", err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	// Restarting the apiserver keeps its port, which stays set on
+	// APIServer.SecureServing (and reserved in envtest's port cache), and
+	// its client CA, which CertAuthn keeps in memory. But Stop deletes the
+	// certificate directory envtest made up, and Start then makes a new one
+	// with a new serving CA, which the rest config already handed out does
+	// not trust ("x509: certificate signed by unknown authority"). A
+	// directory of our own survives Stop, and Start reuses the serving
+	// certificate it finds there, as a real apiserver restarts.
+	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return env, cfg
+}
+
+// restartRun runs r, logging to the test, until the test ends.
+func restartRun(t *testing.T, r *reporter.Reporter) {
+	t.Helper()
+	// Stack traces of the errors the outage is meant to cause would bury
+	// the log.
+	opts := zap.Options{Development: true, DestWriter: t.Output()}
+	flags := flag.NewFlagSet(t.Name(), flag.ContinueOnError)
+	opts.BindFlags(flags)
+	if err := flags.Parse([]string{"--zap-stacktrace-level=panic"}); err != nil {
+		t.Fatalf("configure logger: %v", err)
+	}
+	ctx, cancel := context.WithCancel(ctrllog.IntoContext(context.Background(), zap.New(zap.UseFlagOptions(&opts))))
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		// Run must end before the test does: it logs to the test.
+		if err := <-done; err != nil {
+			t.Errorf("run reporter: %v", err)
+		}
+	})
+}
