@@ -3,9 +3,13 @@ package reporter
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -15,7 +19,9 @@ import (
 // cfg: protobuf on the wire, no client-side throttling (a heartbeat held
 // back by a rate limiter is a heartbeat missed), and every request bounded by
 // timeout, which should not exceed the lease duration so that a hung request
-// cannot outlive the Lease it renews. The returned func closes the idle
+// cannot outlive the Lease it renews. Without a UserAgent in cfg, requests
+// identify themselves as node-lifecycle-reporter/<version> (<os>/<arch>),
+// the version being that of this module. The returned func closes the idle
 // connections of the client's transport; pass it as Config.OnRepeatedFailure
 // so that a connection that died silently is not reused forever.
 //
@@ -28,11 +34,16 @@ func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Int
 		return nil, nil, fmt.Errorf("heartbeat client: timeout must be positive, got %v", timeout)
 	}
 	c := rest.CopyConfig(cfg)
-	c.ContentType = runtime.ContentTypeProtobuf
-	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	c.ContentType = k8sruntime.ContentTypeProtobuf
+	c.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
 	c.QPS = -1
 	c.RateLimiter = nil
 	c.Timeout = timeout
+	if c.UserAgent == "" {
+		// The typed clients would default it too, but only after the HTTP
+		// client is built, which then sends Go's default User-Agent.
+		c.UserAgent = defaultUserAgent()
+	}
 	httpClient, err := rest.HTTPClientFor(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("heartbeat client: build HTTP client: %w", err)
@@ -43,4 +54,44 @@ func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Int
 	}
 	closeIdle := func() { utilnet.CloseIdleConnectionsFor(httpClient.Transport) }
 	return client, closeIdle, nil
+}
+
+// defaultUserAgent is the User-Agent of a heartbeat client whose config sets
+// none, in the form of the kubelet's: name/version (os/arch).
+func defaultUserAgent() string {
+	info, _ := debug.ReadBuildInfo() // nil without build info
+	// The module is found from this package's path rather than named, so
+	// that a renamed or vendored module still reports its version.
+	pkg := reflect.TypeFor[Reporter]().PkgPath()
+	return fmt.Sprintf("%s/%s (%s/%s)", userAgentName, moduleVersion(info, pkg), runtime.GOOS, runtime.GOARCH)
+}
+
+// userAgentName names the reporter in the User-Agent of its requests.
+const userAgentName = "node-lifecycle-reporter"
+
+// moduleVersion returns the version of the module that holds the package
+// pkg in the build described by info, or "dev" when the build does not
+// say: a binary built from a checkout rather than from a tagged module.
+func moduleVersion(info *debug.BuildInfo, pkg string) string {
+	const unknown = "dev"
+	if info == nil {
+		return unknown
+	}
+	var mod *debug.Module
+	for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
+		if m.Path != "" && (pkg == m.Path || strings.HasPrefix(pkg, m.Path+"/")) &&
+			(mod == nil || len(m.Path) > len(mod.Path)) {
+			mod = m
+		}
+	}
+	if mod == nil {
+		return unknown
+	}
+	if mod.Replace != nil {
+		mod = mod.Replace
+	}
+	if mod.Version == "" || mod.Version == "(devel)" {
+		return unknown
+	}
+	return mod.Version
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +51,7 @@ func TestNewHeartbeatClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if base.QPS != 5 || base.Timeout != time.Hour || base.ContentType != "" {
+	if base.QPS != 5 || base.Timeout != time.Hour || base.ContentType != "" || base.UserAgent != "" {
 		t.Errorf("the caller's config was changed: %+v", base)
 	}
 	if rl := client.CoordinationV1().RESTClient().GetRateLimiter(); rl != nil {
@@ -61,6 +63,9 @@ func TestNewHeartbeatClient(t *testing.T) {
 		t.Fatalf("create lease: %v", err)
 	}
 	mu.Lock()
+	if got, want := headers.Get("User-Agent"), "node-lifecycle-reporter/"; !strings.HasPrefix(got, want) {
+		t.Errorf("User-Agent = %q, want it to start with %q", got, want)
+	}
 	if got, want := headers.Get("Content-Type"), "application/vnd.kubernetes.protobuf"; got != want {
 		t.Errorf("Content-Type = %q, want %q", got, want)
 	}
@@ -93,5 +98,101 @@ func TestNewHeartbeatClientRejectsBadArguments(t *testing.T) {
 	}
 	if _, _, err := NewHeartbeatClient(&rest.Config{Host: "https://example.invalid"}, 0); err == nil {
 		t.Error("zero timeout accepted")
+	}
+}
+
+func TestNewHeartbeatClientKeepsUserAgent(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case got <- req.Header.Get("User-Agent"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: testNode, Namespace: corev1.NamespaceNodeLease},
+		})
+	}))
+	defer srv.Close()
+
+	const want = "fleet-simulator/v1.2.3"
+	client, _, err := NewHeartbeatClient(&rest.Config{Host: srv.URL, UserAgent: want}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), testNode, metav1.GetOptions{}); err != nil {
+		t.Fatalf("get lease: %v", err)
+	}
+	if ua := <-got; ua != want {
+		t.Errorf("User-Agent = %q, want the config's %q", ua, want)
+	}
+}
+
+func TestModuleVersion(t *testing.T) {
+	const pkg = "example.com/agent/internal/reporter"
+	tests := []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{name: "no build info", want: "dev"},
+		{
+			name: "main module built from a checkout",
+			info: &debug.BuildInfo{Main: debug.Module{Path: "example.com/agent", Version: "(devel)"}},
+			want: "dev",
+		},
+		{
+			name: "main module with a version",
+			info: &debug.BuildInfo{Main: debug.Module{Path: "example.com/agent", Version: "v0.4.0"}},
+			want: "v0.4.0",
+		},
+		{
+			name: "dependency of another module",
+			info: &debug.BuildInfo{
+				Main: debug.Module{Path: "example.com/fleet", Version: "v2.0.0"},
+				Deps: []*debug.Module{
+					{Path: "example.com/agen", Version: "v9.9.9"},
+					{Path: "example.com/agent", Version: "v0.5.1"},
+				},
+			},
+			want: "v0.5.1",
+		},
+		{
+			name: "nested module wins",
+			info: &debug.BuildInfo{
+				Main: debug.Module{Path: "example.com/agent", Version: "v0.5.1"},
+				Deps: []*debug.Module{{Path: "example.com/agent/internal", Version: "v0.0.7"}},
+			},
+			want: "v0.0.7",
+		},
+		{
+			name: "replaced by a directory",
+			info: &debug.BuildInfo{
+				Main: debug.Module{Path: "example.com/fleet"},
+				Deps: []*debug.Module{{Path: "example.com/agent", Version: "v0.5.1", Replace: &debug.Module{Path: "../agent"}}},
+			},
+			want: "dev",
+		},
+		{
+			name: "replaced by a fork",
+			info: &debug.BuildInfo{
+				Main: debug.Module{Path: "example.com/fleet"},
+				Deps: []*debug.Module{{Path: "example.com/agent", Version: "v0.5.1", Replace: &debug.Module{Path: "example.org/fork", Version: "v0.5.2"}}},
+			},
+			want: "v0.5.2",
+		},
+		{
+			name: "not in the build",
+			info: &debug.BuildInfo{Main: debug.Module{Path: "example.com/fleet", Version: "v2.0.0"}},
+			want: "dev",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := moduleVersion(tc.info, pkg); got != tc.want {
+				t.Errorf("moduleVersion = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -79,7 +79,7 @@ func (r *Reporter) tryRenewLease(ctx context.Context) error {
 		}
 		base = got
 	}
-	lease := base.DeepCopy()
+	lease := leaseToUpdate(base)
 	r.assertLease(lease)
 	if len(lease.OwnerReferences) == 0 {
 		owner, err := r.nodeOwner(ctx)
@@ -100,6 +100,18 @@ func (r *Reporter) tryRenewLease(ctx context.Context) error {
 	}
 	r.lease = updated
 	return nil
+}
+
+// leaseToUpdate returns a copy of base to renew, without its managed fields:
+// an update that sends none keeps the server's, and they would add a few
+// hundred bytes to every renewal. base itself, the Lease last read or
+// written, is left whole: its resourceVersion is what makes a concurrent
+// write a conflict, and it is the base again if this update fails otherwise.
+func leaseToUpdate(base *coordinationv1.Lease) *coordinationv1.Lease {
+	meta := base.ObjectMeta
+	// Nil, not empty: the field manager reads an empty list as a reset.
+	meta.ManagedFields = nil
+	return &coordinationv1.Lease{TypeMeta: base.TypeMeta, ObjectMeta: *meta.DeepCopy(), Spec: *base.Spec.DeepCopy()}
 }
 
 // createLease creates the Lease, owned by the Node so that it goes with it.

@@ -3,6 +3,7 @@ package reporter
 import (
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -207,4 +210,48 @@ func TestLeaseWithoutOwnerGetsOne(t *testing.T) {
 		t.Fatalf("lease calls = %+v, want %+v", got, want)
 	}
 	wantLease(t, h.lease(), t0, "uid-existing")
+}
+
+func TestLeaseRenewalSendsNoManagedFields(t *testing.T) {
+	h := newHarness(t, leaseOnly)
+	var (
+		mu   sync.Mutex
+		sent []*coordinationv1.Lease
+	)
+	h.cs.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease).DeepCopy())
+		return false, nil, nil
+	})
+	h.start()
+	h.settle(2)
+	if len(h.lease().ManagedFields) == 0 {
+		t.Fatal("the created lease has no managed fields; the test would prove nothing")
+	}
+	// A conflict drops the Lease kept from the last write; the one read
+	// again has managed fields too, and they must not be sent either.
+	h.failN("update", "leases", 1, apierrors.NewConflict(leasesGVR.GroupResource(), testNode, errors.New("modified")))
+
+	h.step(10*time.Second, 2)
+	h.step(10*time.Second, 2)
+
+	mu.Lock()
+	defer mu.Unlock()
+	// The conflict ends in the failing reactor, before the one above: the
+	// updates seen are the one from the Lease read again and the one from
+	// the Lease kept from that write.
+	if len(sent) != 2 {
+		t.Fatalf("updates seen = %d, want 2", len(sent))
+	}
+	for i, l := range sent {
+		if l.ManagedFields != nil {
+			t.Errorf("update %d sent managed fields %+v, want none", i, l.ManagedFields)
+		}
+	}
+	got := h.lease()
+	if len(got.ManagedFields) == 0 {
+		t.Error("the renewed lease lost its managed fields")
+	}
+	wantLease(t, got, t0.Add(20*time.Second), "uid-1")
 }
