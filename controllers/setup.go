@@ -9,17 +9,21 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
 // Options configures the controllers. The zero value is not valid; start
@@ -118,25 +122,32 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	defaults := opts.PoolDefaults()
 	guard := disruption.NewGuard(disruption.Config{
-		Rates: disruption.Rates{
-			Normal:                    opts.NodeEvictionRate,
-			Secondary:                 opts.SecondaryNodeEvictionRate,
-			LargeClusterSizeThreshold: opts.LargeClusterSizeThreshold,
-		},
-		UnhealthyZoneThreshold: opts.UnhealthyZoneThreshold,
+		Rates:                  defaults.Disruption.Rates,
+		UnhealthyZoneThreshold: defaults.Disruption.UnhealthyZoneThreshold,
 		FreezeThreshold:        opts.PartitionFreezeThreshold,
 		FreezeWindow:           opts.NodeMonitorGracePeriod,
 		FreezeCooldown:         opts.PartitionFreezeCooldown,
 	})
+	policies, err := policiesServed(mgr)
+	if err != nil {
+		return err
+	}
 	r := &nodehealth.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Clock:     clk,
 		Recorder:  mgr.GetEventRecorder(nodehealth.ControllerName),
 		Tracker:   health.NewTracker(),
-		Grace:     health.Grace{Monitor: opts.NodeMonitorGracePeriod, Startup: opts.NodeStartupGracePeriod},
+		Grace:     defaults.Grace,
 		Guard:     guard,
+	}
+	var source *nodehealthpolicy.Source
+	if policies {
+		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Defaults: defaults, Guard: guard, Clock: clk,
+			OnGuardChange: r.ApplyGuardChange}
+		r.Policies = source
 	}
 	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)
@@ -149,17 +160,78 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,
 	}
+	if source != nil {
+		pe.Policies = source
+	}
 	if err := pe.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up pod eviction controller: %w", err)
 	}
+	if source != nil {
+		st := &nodehealthpolicy.Reconciler{
+			Client:       mgr.GetClient(),
+			Source:       source,
+			Guard:        guard,
+			Clock:        clk,
+			Recorder:     mgr.GetEventRecorder(nodehealthpolicy.ControllerName),
+			ResyncPeriod: opts.NodeMonitorPeriod,
+		}
+		if err := st.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up NodeHealthPolicy status controller: %w", err)
+		}
+	}
 	return nil
+}
+
+// PoolDefaults returns the settings of the nodes no NodeHealthPolicy
+// selects, which are also what every policy's unset fields take.
+func (o Options) PoolDefaults() policy.Settings {
+	return policy.Settings{
+		Grace:              health.Grace{Monitor: o.NodeMonitorGracePeriod, Startup: o.NodeStartupGracePeriod},
+		PodEvictionTimeout: o.PodEvictionTimeout,
+		Disruption: disruption.Pool{
+			Rates: disruption.Rates{
+				Normal:                    o.NodeEvictionRate,
+				Secondary:                 o.SecondaryNodeEvictionRate,
+				LargeClusterSizeThreshold: o.LargeClusterSizeThreshold,
+			},
+			UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
+		},
+	}
+}
+
+// policiesServed registers the NodeHealthPolicy types with the manager's
+// scheme and reports whether the apiserver serves them. Without the CRD
+// installed, every node follows the flags, as with kube-controller-manager;
+// installing it later takes a restart.
+func policiesServed(mgr ctrl.Manager) (bool, error) {
+	// Registering writes to the scheme, which clients already running may
+	// share (client-go's scheme.Scheme): only register what is missing.
+	if !mgr.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("NodeHealthPolicy")) {
+		if err := v1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+			return false, fmt.Errorf("register NodeHealthPolicy types: %w", err)
+		}
+	}
+	gk := v1alpha1.GroupVersion.WithKind("NodeHealthPolicy").GroupKind()
+	_, err := mgr.GetRESTMapper().RESTMapping(gk, v1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("NodeHealthPolicy is not served (the CRD is not installed): every node follows the flags")
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up NodeHealthPolicy: %w", err)
+	}
 }
 
 // guardGate lets the disruption guard hold pod evictions back.
 type guardGate struct{ g *disruption.Guard }
 
-// EvictionAllowed holds evictions back during a partition freeze or while every zone is down.
-func (gg guardGate) EvictionAllowed(*corev1.Node) (bool, string) { return gg.g.DestructiveAllowed() }
+// EvictionAllowed holds evictions back during a partition freeze, while
+// every zone is down, and where the node's pool or zone holds them.
+func (gg guardGate) EvictionAllowed(node *corev1.Node) (bool, string) {
+	return gg.g.DestructiveAllowedFor(node.Name)
+}
 
 // EnsureLeaseNamespace creates kube-node-lease when it is missing. The
 // apiserver normally creates it; a control plane that does not leaves the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
 
@@ -49,8 +50,12 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Tracker remembers heartbeats between calls.
 	Tracker *health.Tracker
-	// Grace holds the grace periods.
+	// Grace holds the grace periods of nodes no policy selects; the
+	// partition freeze measures its window in Grace.Monitor.
 	Grace health.Grace
+	// Policies gives each node its pool's settings; nil means every node
+	// follows Grace and the guard's own settings.
+	Policies policy.Source
 	// Guard decides when NoExecute taints may be added and whether
 	// destructive work is allowed at all.
 	Guard *disruption.Guard
@@ -82,10 +87,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if obs.First {
 		r.eventRegistered(node)
 	}
-	v := health.Judge(node, obs.LastHeartbeat, r.Grace, now)
+	settings := r.settings(ctx, node)
+	v := health.Judge(node, obs.LastHeartbeat, settings.Grace, now)
 
 	if v.Expired {
-		node, v, err = r.markUnreachable(ctx, node, v, now)
+		node, v, err = r.markUnreachable(ctx, node, v, settings.Grace, now)
 		if err != nil {
 			return r.settle(ctx, req.Name, err)
 		}
@@ -98,8 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// with it before anything destructive is done to it.
 		r.applyChange(ctx, r.Guard.Tick(r.fading(now), now), now)
 	}
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v), now), now)
-	retry, err := r.reconcileNoExecute(ctx, node, now)
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool), now), now)
+	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
@@ -120,16 +126,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// fading counts the nodes without a heartbeat for half a grace period.
-func (r *Reconciler) fading(now time.Time) int {
-	return r.Tracker.Quiet(now.Add(-r.Grace.Monitor / 2))
+// settings returns the settings of the node's pool.
+func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Settings {
+	if r.Policies == nil {
+		return policy.Settings{Grace: r.Grace}
+	}
+	return r.Policies.For(ctx, node)
+}
+
+// fading names the nodes without a heartbeat for half their grace period.
+func (r *Reconciler) fading(now time.Time) []string {
+	return r.Tracker.Fading(now)
 }
 
 // markUnreachable marks a node whose deadline passed. It first reads the node
 // and its Lease live: a heartbeat the cache had not shown yet cancels the
 // verdict, and the node is judged again from what the apiserver holds. It
 // returns the node as it now is and the verdict that stands.
-func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, now time.Time) (*corev1.Node, health.Verdict, error) {
+func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, grace health.Grace, now time.Time) (*corev1.Node, health.Verdict, error) {
 	log := ctrl.LoggerFrom(ctx)
 	if _, changed := health.MarkUnknown(cached.Status.Conditions, cached.CreationTimestamp, metav1.NewTime(now)); !changed {
 		return cached, v, nil
@@ -147,7 +161,7 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	if obs.Renewed {
 		log.V(1).Info("Live read found a heartbeat the cache had not shown; not marking",
 			"deadline", v.Deadline)
-		return node, health.Judge(node, obs.LastHeartbeat, r.Grace, now), nil
+		return node, health.Judge(node, obs.LastHeartbeat, grace, now), nil
 	}
 
 	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now))

@@ -12,8 +12,8 @@ import (
 )
 
 // guardStatus is what the disruption guard needs of a node.
-func guardStatus(node *corev1.Node, v health.Verdict) disruption.NodeStatus {
-	st := disruption.NodeStatus{Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
+func guardStatus(node *corev1.Node, v health.Verdict, pool string) disruption.NodeStatus {
+	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
 	if ready := health.ReadyCondition(node); ready != nil && ready.Status == corev1.ConditionTrue {
 		st.Ready = true
 	}
@@ -21,6 +21,12 @@ func guardStatus(node *corev1.Node, v health.Verdict) disruption.NodeStatus {
 		st.SilentSince = v.Deadline
 	}
 	return st
+}
+
+// ApplyGuardChange acts on a change of the guard made outside a reconcile,
+// such as a pool's settings changing with its policy.
+func (r *Reconciler) ApplyGuardChange(ctx context.Context, c disruption.Change) {
+	r.applyChange(ctx, c, r.Clock.Now())
 }
 
 // applyChange acts on what a guard update changed beyond one node: metrics,
@@ -33,9 +39,19 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 	for _, zone := range c.Zones {
 		setZoneMetrics(zone, r.Guard.Zone(zone))
 	}
+	if len(c.Held) > 0 {
+		for _, pool := range c.Held {
+			if why := r.Guard.PoolHold(pool); why != "" {
+				log.Info("Pool holds NoExecute taints and evictions back", "pool", pool, "reason", why)
+			} else {
+				log.Info("Pool no longer holds NoExecute taints and evictions back", "pool", pool)
+			}
+		}
+		r.kicker.kick(r.Guard.PoolNodes(c.Held...)...)
+	}
 	if len(c.StateChanged) > 0 {
 		for _, zone := range c.StateChanged {
-			log.Info("Zone changed state", "zone", zone, "state", r.Guard.Zone(zone).State)
+			log.Info("Zone changed state", "zone", zone.Zone, "pool", zone.Pool, "state", r.Guard.Zone(zone).State)
 		}
 		// Their nodes' place and pace in the tainting queue changed.
 		r.kicker.kick(r.Guard.Nodes(c.StateChanged...)...)

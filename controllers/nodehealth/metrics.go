@@ -37,23 +37,23 @@ var (
 	zoneHealth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "node_collector_zone_health",
 		Help: "Percentage of healthy nodes in each zone.",
-	}, []string{"zone"})
+	}, []string{"zone", "pool"})
 	zoneSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "node_collector_zone_size",
 		Help: "Number of counted nodes in each zone.",
-	}, []string{"zone"})
+	}, []string{"zone", "pool"})
 	unhealthyNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "node_collector_unhealthy_nodes_in_zone",
 		Help: "Number of not-ready nodes in each zone.",
-	}, []string{"zone"})
+	}, []string{"zone", "pool"})
 	taintsApplied = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "node_collector_evictions_total",
 		Help: "Number of NoExecute taints added to nodes, per zone.",
-	}, []string{"zone"})
+	}, []string{"zone", "pool"})
 	zoneStates = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "node_lifecycle_zone_state",
 		Help: "1 for the state each zone is in (Normal, PartialDisruption, FullDisruption), 0 for the others.",
-	}, []string{"zone", "state"})
+	}, []string{"zone", "pool", "state"})
 	partitionFreeze = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "node_lifecycle_partition_freeze",
 		Help: "1 while a partition freeze holds NoExecute tainting, pod NotReady marking and eviction.",
@@ -68,21 +68,21 @@ func init() {
 // zoneLabel is a node's zone as a label value.
 func zoneLabel(node *corev1.Node) string { return disruption.ZoneKey(node) }
 
-func setZoneMetrics(zone string, z disruption.ZoneSnapshot) {
+func setZoneMetrics(id disruption.ZoneID, z disruption.ZoneSnapshot) {
 	size := z.Size()
-	zoneSize.WithLabelValues(zone).Set(float64(size))
-	unhealthyNodes.WithLabelValues(zone).Set(float64(z.NotReady))
+	zoneSize.WithLabelValues(id.Zone, id.Pool).Set(float64(size))
+	unhealthyNodes.WithLabelValues(id.Zone, id.Pool).Set(float64(z.NotReady))
 	health := 100.0
 	if size > 0 {
 		health = 100 * float64(z.Ready) / float64(size)
 	}
-	zoneHealth.WithLabelValues(zone).Set(health)
+	zoneHealth.WithLabelValues(id.Zone, id.Pool).Set(health)
 	for _, s := range []disruption.ZoneState{disruption.ZoneNormal, disruption.ZonePartialDisruption, disruption.ZoneFullDisruption} {
 		v := 0.0
 		if s == z.State {
 			v = 1
 		}
-		zoneStates.WithLabelValues(zone, s.String()).Set(v)
+		zoneStates.WithLabelValues(id.Zone, id.Pool, s.String()).Set(v)
 	}
 }
 

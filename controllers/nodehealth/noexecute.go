@@ -43,7 +43,7 @@ func hasNoExecute(node *corev1.Node, key string) bool {
 // swapping one for the other happen at once; adding one waits for the
 // guard. It returns how long until the node should ask the guard again, or
 // 0 when only a change of state can help.
-func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, now time.Time) (time.Duration, error) {
+func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, pool string, now time.Time) (time.Duration, error) {
 	want := wantedNoExecute(node)
 	if want == "" || r.Guard.Halted() {
 		r.Guard.CancelTaint(node.Name)
@@ -74,7 +74,7 @@ func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, 
 	if err := r.setNoExecute(ctx, node, want, now); err != nil {
 		return 0, err
 	}
-	taintsApplied.WithLabelValues(zoneLabel(node)).Inc()
+	taintsApplied.WithLabelValues(zoneLabel(node), pool).Inc()
 	ctrl.LoggerFrom(ctx).Info("Tainted node NoExecute", "taint", want)
 	return 0, nil
 }

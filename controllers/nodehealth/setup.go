@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
@@ -42,7 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	})); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateMatters})).
 		// Status heartbeats are heard before the queue; the Node events
@@ -56,8 +58,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers})
+	if r.Policies != nil {
+		// A policy change can move any node's deadline or pool.
+		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},
+			handler.TypedEnqueueRequestsFromMapFunc(nodehealthpolicy.NodesOnChange(r.Policies, r.Client, nil)),
+			predicate.TypedGenerationChangedPredicate[*v1alpha1.NodeHealthPolicy]{}))
+	}
+	return b.Complete(r)
 }
 
 // leaseToNode maps a node Lease to the Node of the same name.
@@ -84,8 +92,8 @@ func leaseSpecChanged(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
 }
 
 // nodeUpdateMatters passes Node updates that change what the controller
-// judges or writes: conditions (heartbeats among them), taints and the
-// unschedulable flag. Kubelet image lists and the like do not wake it.
+// judges or writes: labels, conditions (heartbeats among them), taints and
+// the unschedulable flag. Kubelet image lists and the like do not wake it.
 func nodeUpdateMatters(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*corev1.Node)
 	n, ok2 := e.ObjectNew.(*corev1.Node)
@@ -93,6 +101,8 @@ func nodeUpdateMatters(e event.UpdateEvent) bool {
 		return true
 	}
 	return o.UID != n.UID ||
+		// Labels place a node in its zone and its policy's pool.
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)

@@ -3,6 +3,7 @@ package podeviction
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
 // deleteWorkers bounds how many pods of one node are deleted at once.
@@ -46,8 +48,11 @@ type Reconciler struct {
 	// Recorder emits events on evicted pods.
 	Recorder events.EventRecorder
 	// PodEvictionTimeout applies to pods without a toleration for the
-	// unreachable or not-ready taint.
+	// unreachable or not-ready taint, on nodes no policy selects.
 	PodEvictionTimeout time.Duration
+	// Policies gives each node its pool's eviction timeout; nil means
+	// PodEvictionTimeout everywhere.
+	Policies policy.Source
 	// Gate may hold evictions back; nil lets them all through.
 	Gate Gate
 	// BlockedRetry is how soon a node whose evictions the gate held back is
@@ -76,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("get node %q: %w", req.Name, err)
 	}
-	noExecute := r.noExecuteTaints(node, now)
+	noExecute := withoutStaleLifecycleTaints(node, r.noExecuteTaints(node, now))
 	if len(noExecute) == 0 {
 		r.pending.set(node.Name, 0)
 		return ctrl.Result{}, nil
@@ -86,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
 	}
+	timeout := r.timeout(ctx, node)
 	var due []dueEviction
 	var next time.Time
 	pending := 0
@@ -94,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if pod.DeletionTimestamp != nil {
 			continue
 		}
-		d := eviction.Deadline(pod, noExecute, r.PodEvictionTimeout, now)
+		d := eviction.Deadline(pod, noExecute, timeout, now)
 		switch {
 		case !d.Evict:
 		case d.At.After(now):
@@ -146,6 +152,25 @@ func (r *Reconciler) noExecuteTaints(node *corev1.Node, now time.Time) []corev1.
 	return out
 }
 
+// withoutStaleLifecycleTaints drops the unreachable and not-ready taints of
+// a node that reports Ready again: the node health controller is about to
+// remove them, and pods whose deadline passed while an eviction was held
+// back must not go in that moment.
+func withoutStaleLifecycleTaints(node *corev1.Node, taints []corev1.Taint) []corev1.Taint {
+	ready := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		return taints
+	}
+	return slices.DeleteFunc(taints, func(t corev1.Taint) bool {
+		return t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady
+	})
+}
+
 // forgetUntimed drops the first-seen times of a node's untimed taints, but
 // for those in keep.
 func (r *Reconciler) forgetUntimed(node string, keep map[string]bool) {
@@ -155,6 +180,14 @@ func (r *Reconciler) forgetUntimed(node string, keep map[string]bool) {
 		}
 		return true
 	})
+}
+
+// timeout returns the eviction timeout of the node's pool.
+func (r *Reconciler) timeout(ctx context.Context, node *corev1.Node) time.Duration {
+	if r.Policies == nil {
+		return r.PodEvictionTimeout
+	}
+	return r.Policies.For(ctx, node).PodEvictionTimeout
 }
 
 func (r *Reconciler) allowed(node *corev1.Node) (bool, string) {

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
@@ -24,15 +26,24 @@ const Workers = 8
 // taints change and pods whose binding or tolerations change. Pods must be
 // indexed by node (index.Register).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: noExecuteTaintsChanged})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers})
+	if r.Policies != nil {
+		// A policy change can move the deadlines of pods on tainted nodes.
+		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},
+			handler.TypedEnqueueRequestsFromMapFunc(nodehealthpolicy.NodesOnChange(r.Policies, r.Client, hasNoExecute)),
+			predicate.TypedGenerationChangedPredicate[*v1alpha1.NodeHealthPolicy]{}))
+	}
+	return b.Complete(r)
 }
+
+// hasNoExecute reports whether the node carries a NoExecute taint.
+func hasNoExecute(node *corev1.Node) bool { return len(noExecute(node.Spec.Taints)) > 0 }
 
 // noExecuteTaintsChanged passes Node updates that change its NoExecute taints.
 func noExecuteTaintsChanged(e event.UpdateEvent) bool {

@@ -4,10 +4,14 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Config holds the guard's thresholds and rates.
 type Config struct {
+	// Rates and UnhealthyZoneThreshold are the settings of the nodes no
+	// pool claims.
 	Rates
 	// UnhealthyZoneThreshold is the not-ready share at which a zone is
 	// partially disrupted.
@@ -22,8 +26,36 @@ type Config struct {
 	FreezeCooldown time.Duration
 }
 
+// Pool holds the disruption settings of a pool of nodes. Zones are counted
+// within a pool: a zone's state and rate come from its pool's nodes only.
+type Pool struct {
+	Rates
+	// UnhealthyZoneThreshold is the not-ready share at which a zone of the
+	// pool is partially disrupted.
+	UnhealthyZoneThreshold float64
+	// HaltFullZones holds NoExecute taints and evictions back in a zone of
+	// the pool with no ready node, instead of tainting at the normal rate.
+	HaltFullZones bool
+	// MaxUnhealthy, when set, is how many of the pool's nodes (a number or
+	// a percentage) may be not ready; while more are, the pool's nodes get
+	// no NoExecute taint and their pods are not evicted.
+	MaxUnhealthy *intstr.IntOrString
+	// Paused holds NoExecute taints and evictions back in the whole pool.
+	Paused bool
+}
+
+// ZoneID names a zone of a pool.
+type ZoneID struct {
+	// Pool is the pool's name, "" for the nodes no pool claims.
+	Pool string
+	// Zone is the zone's key, as ZoneKey returns it.
+	Zone string
+}
+
 // NodeStatus is what the guard needs to know of a node.
 type NodeStatus struct {
+	// Pool is the node's pool, "" for none.
+	Pool     string
 	Zone     string
 	Excluded bool
 	// Ready is true when the node's Ready condition is True.
@@ -35,10 +67,13 @@ type NodeStatus struct {
 
 // Change says what an update changed beyond the node itself.
 type Change struct {
-	// Zones lists the zones whose counts changed.
-	Zones []string
+	// Zones lists the zones whose counts or settings changed.
+	Zones []ZoneID
 	// StateChanged lists the zones whose state changed.
-	StateChanged []string
+	StateChanged []ZoneID
+	// Held lists the pools whose own hold on NoExecute taints and
+	// evictions (breaker, pause, halted zones) started or ended.
+	Held []string
 	// Halt is true when every zone has just become fully disrupted, or has
 	// just stopped being so; Halted says which.
 	Halt, Halted bool
@@ -49,7 +84,7 @@ type Change struct {
 
 // Empty reports whether nothing beyond the node changed.
 func (c Change) Empty() bool {
-	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && !c.Halt && !c.Freeze
+	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && len(c.Held) == 0 && !c.Halt && !c.Freeze
 }
 
 type zone struct {
@@ -65,22 +100,29 @@ type zone struct {
 type Guard struct {
 	mu     sync.Mutex
 	cfg    Config
+	pools  map[string]Pool
+	held   map[string]string // pool -> why it holds, for the pools that do
 	nodes  map[string]NodeStatus
-	zones  map[string]*zone
+	zones  map[ZoneID]*zone
 	silent map[string]time.Time
 	fading int
-	freeze Freeze
-	halted bool
+	// fadingByPool counts the fading nodes of each pool.
+	fadingByPool map[string]int
+	freeze       Freeze
+	halted       bool
 }
 
 // NewGuard returns a guard with no nodes.
 func NewGuard(cfg Config) *Guard {
 	return &Guard{
-		cfg:    cfg,
-		nodes:  make(map[string]NodeStatus),
-		zones:  make(map[string]*zone),
-		silent: make(map[string]time.Time),
-		freeze: Freeze{Threshold: cfg.FreezeThreshold, Window: cfg.FreezeWindow, Cooldown: cfg.FreezeCooldown},
+		cfg:          cfg,
+		pools:        make(map[string]Pool),
+		held:         make(map[string]string),
+		nodes:        make(map[string]NodeStatus),
+		zones:        make(map[ZoneID]*zone),
+		silent:       make(map[string]time.Time),
+		fadingByPool: make(map[string]int),
+		freeze:       Freeze{Threshold: cfg.FreezeThreshold, Window: cfg.FreezeWindow, Cooldown: cfg.FreezeCooldown},
 	}
 }
 
@@ -124,36 +166,112 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 }
 
 // Tick re-evaluates what changes with time alone: the freeze's window and
-// cooldown, and fading, the number of nodes without a heartbeat for half a
-// grace period.
-func (g *Guard) Tick(fading int, now time.Time) Change {
+// cooldown, and the fading nodes, those without a heartbeat for half their
+// grace period, expired ones included. Nodes that lose their heartbeats
+// together expire one by one as the controller observes them; counting the
+// fading ones lets the freeze, and each pool's breaker, act before the
+// first of them is tainted.
+func (g *Guard) Tick(fading []string, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.fading = fading
+	g.fading = len(fading)
+	clear(g.fadingByPool)
+	for _, name := range fading {
+		if st, ok := g.nodes[name]; ok && !st.Excluded {
+			g.fadingByPool[st.Pool]++
+		}
+	}
 	var c Change
 	g.settle(now, &c)
+	for pool := range g.poolNames() {
+		g.updateHold(pool, &c)
+	}
 	return c
 }
+
+// poolNames returns every pool with settings, nodes or a hold.
+func (g *Guard) poolNames() map[string]struct{} {
+	out := map[string]struct{}{"": {}}
+	for name := range g.pools {
+		out[name] = struct{}{}
+	}
+	for id := range g.zones {
+		out[id.Pool] = struct{}{}
+	}
+	for name := range g.held {
+		out[name] = struct{}{}
+	}
+	return out
+}
+
+// SetPool sets the settings of a named pool, or with nil drops them: its
+// nodes then follow the guard's Config until they are updated into another
+// pool.
+func (g *Guard) SetPool(name string, p *Pool, now time.Time) Change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p == nil {
+		delete(g.pools, name)
+	} else {
+		g.pools[name] = *p
+	}
+	var c Change
+	for id := range g.zones {
+		if id.Pool == name {
+			c.Zones = appendOnce(c.Zones, id)
+		}
+	}
+	g.settle(now, &c)
+	g.updateHold(name, &c)
+	return c
+}
+
+// updateHold brings the pool's remembered hold up to date, noting in c when
+// it starts, ends or changes reason.
+func (g *Guard) updateHold(pool string, c *Change) {
+	why := g.poolHold(pool)
+	if why == g.held[pool] {
+		return
+	}
+	if why == "" {
+		delete(g.held, pool)
+	} else {
+		g.held[pool] = why
+	}
+	c.Held = appendOnce(c.Held, pool)
+}
+
+// pool returns the settings of the named pool.
+func (g *Guard) pool(name string) Pool {
+	if p, ok := g.pools[name]; ok {
+		return p
+	}
+	return Pool{Rates: g.cfg.Rates, UnhealthyZoneThreshold: g.cfg.UnhealthyZoneThreshold}
+}
+
+func zoneOf(st NodeStatus) ZoneID { return ZoneID{Pool: st.Pool, Zone: st.Zone} }
 
 func (g *Guard) count(st NodeStatus, c *Change) {
 	if st.Excluded {
 		return
 	}
-	z := g.zones[st.Zone]
+	id := zoneOf(st)
+	z := g.zones[id]
 	if z == nil {
 		z = &zone{}
-		g.zones[st.Zone] = z
+		g.zones[id] = z
 	}
 	if st.Ready {
 		z.counts.Ready++
 	} else {
 		z.counts.NotReady++
 	}
-	c.Zones = appendOnce(c.Zones, st.Zone)
+	c.Zones = appendOnce(c.Zones, id)
 }
 
 func (g *Guard) uncount(name string, st NodeStatus, c *Change) {
-	z := g.zones[st.Zone]
+	id := zoneOf(st)
+	z := g.zones[id]
 	if z == nil {
 		return
 	}
@@ -166,14 +284,18 @@ func (g *Guard) uncount(name string, st NodeStatus, c *Change) {
 	} else {
 		z.counts.NotReady--
 	}
-	c.Zones = appendOnce(c.Zones, st.Zone)
+	c.Zones = appendOnce(c.Zones, id)
 }
 
 // settle recomputes zone states, the halt and the freeze after a change.
 func (g *Guard) settle(now time.Time, c *Change) {
 	for _, key := range c.Zones {
 		z := g.zones[key]
-		s := ZoneStateOf(z.counts, g.cfg.UnhealthyZoneThreshold)
+		if z == nil {
+			continue
+		}
+		pool := g.pool(key.Pool)
+		s := ZoneStateOf(z.counts, pool.UnhealthyZoneThreshold)
 		if s != z.state {
 			z.state = s
 			c.StateChanged = append(c.StateChanged, key)
@@ -182,13 +304,16 @@ func (g *Guard) settle(now time.Time, c *Change) {
 			delete(g.zones, key)
 			continue
 		}
-		rate := ZoneRate(s, z.counts.Size(), g.cfg.Rates)
+		rate := ZoneRate(s, z.counts.Size(), pool.Rates)
 		switch {
 		case z.bucket == nil:
 			z.bucket = NewBucket(rate, now)
 		case z.bucket.Rate() != rate:
 			z.bucket.SetRate(rate, now)
 		}
+	}
+	for _, key := range c.Zones {
+		g.updateHold(key.Pool, c)
 	}
 	if halted := g.allFull(); halted != g.halted {
 		g.halted = halted
@@ -220,7 +345,54 @@ const (
 	HeldHalted = "every zone is fully disrupted"
 	HeldFrozen = "partition freeze"
 	HeldRate   = "zone rate limit"
+	// HeldPaused: the pool's policy has pause requests.
+	HeldPaused = "pool paused"
+	// HeldBreaker: more of the pool is unhealthy than its maxUnhealthy.
+	HeldBreaker = "too many unhealthy nodes in the pool"
+	// HeldFullZone: the node's zone of its pool has no ready node, and the
+	// pool halts such zones.
+	HeldFullZone = "zone fully disrupted, and the pool halts such zones"
 )
+
+// poolHold returns why the pool as a whole holds NoExecute taints and
+// evictions back, or "": paused, or its breaker tripped: more of its nodes
+// not ready, or fading, than MaxUnhealthy allows.
+func (g *Guard) poolHold(name string) string {
+	p := g.pool(name)
+	if p.Paused {
+		return HeldPaused
+	}
+	if p.MaxUnhealthy == nil {
+		return ""
+	}
+	var c Counts
+	for id, z := range g.zones {
+		if id.Pool == name {
+			c.Ready += z.counts.Ready
+			c.NotReady += z.counts.NotReady
+		}
+	}
+	// Nodes that went quiet together count before they are marked, so
+	// that the first of them to expire is not tainted alone.
+	unhealthy := max(c.NotReady, g.fadingByPool[name])
+	limit, err := intstr.GetScaledValueFromIntOrPercent(p.MaxUnhealthy, c.Size(), false)
+	if err != nil || unhealthy > limit {
+		return HeldBreaker
+	}
+	return ""
+}
+
+// nodeHold returns why the node's pool or zone holds NoExecute taints and
+// evictions back, or "".
+func (g *Guard) nodeHold(st NodeStatus) string {
+	if why := g.held[st.Pool]; why != "" {
+		return why
+	}
+	if z := g.zones[zoneOf(st)]; z != nil && z.state == ZoneFullDisruption && g.pool(st.Pool).HaltFullZones {
+		return HeldFullZone
+	}
+	return ""
+}
 
 // TakeTaint asks whether the node may be tainted NoExecute now. Nodes wait in
 // their zone's queue in the order they first asked; the head takes a token
@@ -236,10 +408,14 @@ func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Durati
 		return false, -1, HeldHalted
 	}
 	st := g.nodes[name]
-	z := g.zones[st.Zone]
+	if why := g.nodeHold(st); why != "" {
+		return false, -1, why
+	}
+	id := zoneOf(st)
+	z := g.zones[id]
 	if z == nil {
-		z = &zone{bucket: NewBucket(g.cfg.Normal, now)}
-		g.zones[st.Zone] = z
+		z = &zone{bucket: NewBucket(g.pool(st.Pool).Normal, now)}
+		g.zones[id] = z
 	}
 	pos := slices.Index(z.waiting, name)
 	if pos < 0 {
@@ -262,7 +438,7 @@ func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Durati
 func (g *Guard) CancelTaint(name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if z := g.zones[g.nodes[name].Zone]; z != nil {
+	if z := g.zones[zoneOf(g.nodes[name])]; z != nil {
 		z.waiting = slices.DeleteFunc(z.waiting, func(n string) bool { return n == name })
 	}
 }
@@ -282,10 +458,15 @@ func (g *Guard) Frozen() bool {
 	return frozen
 }
 
-// DestructiveAllowed reports whether evictions may proceed, and if not, why.
+// DestructiveAllowed reports whether evictions may proceed anywhere, and if
+// not, why.
 func (g *Guard) DestructiveAllowed() (bool, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.destructiveAllowed()
+}
+
+func (g *Guard) destructiveAllowed() (bool, string) {
 	if frozen, _ := g.freeze.Frozen(); frozen {
 		return false, HeldFrozen
 	}
@@ -293,6 +474,29 @@ func (g *Guard) DestructiveAllowed() (bool, string) {
 		return false, HeldHalted
 	}
 	return true, ""
+}
+
+// DestructiveAllowedFor reports whether the named node's pods may be
+// evicted, and if not, why: the cluster-wide holds, then its pool's and its
+// zone's.
+func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ok, why := g.destructiveAllowed(); !ok {
+		return false, why
+	}
+	if why := g.nodeHold(g.nodes[name]); why != "" {
+		return false, why
+	}
+	return true, ""
+}
+
+// PoolHold reports why the named pool holds NoExecute taints and evictions
+// back as a whole (paused, or its breaker tripped), or "".
+func (g *Guard) PoolHold(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held[name]
 }
 
 // Silent reports whether the guard knows the node as one without heartbeats.
@@ -319,7 +523,7 @@ type ZoneSnapshot struct {
 }
 
 // Zone returns a zone's counts and state.
-func (g *Guard) Zone(key string) ZoneSnapshot {
+func (g *Guard) Zone(key ZoneID) ZoneSnapshot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	z := g.zones[key]
@@ -331,19 +535,45 @@ func (g *Guard) Zone(key string) ZoneSnapshot {
 
 // Nodes returns the names of the nodes in the given zones, or of every node
 // when zones is empty.
-func (g *Guard) Nodes(zones ...string) []string {
+func (g *Guard) Nodes(zones ...ZoneID) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []string
 	for name, st := range g.nodes {
-		if len(zones) == 0 || slices.Contains(zones, st.Zone) {
+		if len(zones) == 0 || slices.Contains(zones, zoneOf(st)) {
 			out = append(out, name)
 		}
 	}
 	return out
 }
 
-func appendOnce(s []string, v string) []string {
+// PoolNodes returns the names of the nodes of the given pools.
+func (g *Guard) PoolNodes(pools ...string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for name, st := range g.nodes {
+		if slices.Contains(pools, st.Pool) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// PoolZones returns the zones of a pool with their counts and states.
+func (g *Guard) PoolZones(pool string) map[string]ZoneSnapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string]ZoneSnapshot{}
+	for id, z := range g.zones {
+		if id.Pool == pool && z.counts.Size() > 0 {
+			out[id.Zone] = ZoneSnapshot{Counts: z.counts, State: z.state}
+		}
+	}
+	return out
+}
+
+func appendOnce[T comparable](s []T, v T) []T {
 	if slices.Contains(s, v) {
 		return s
 	}

@@ -135,18 +135,22 @@ func (t *Tracker) RefreshAll(now time.Time) {
 	}
 }
 
-// Quiet returns the number of tracked nodes without a heartbeat since
-// before the given time.
-func (t *Tracker) Quiet(before time.Time) int {
+// Fading returns the judged nodes without a heartbeat for at least half of
+// their grace period at now, expired ones included.
+func (t *Tracker) Fading(now time.Time) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := 0
-	for _, e := range t.nodes {
-		if e.lastHeartbeat.Before(before) {
-			n++
+	var names []string
+	for name, e := range t.nodes {
+		if e.deadline.IsZero() {
+			continue
+		}
+		half := e.lastHeartbeat.Add(e.deadline.Sub(e.lastHeartbeat) / 2)
+		if !now.Before(half) {
+			names = append(names, name)
 		}
 	}
-	return n
+	return names
 }
 
 // Forget drops a node and returns what was known of it.

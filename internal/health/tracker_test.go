@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -202,7 +203,33 @@ func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
 	if !tr.HeardLease("n1", &coordinationv1.Lease{}, t0.Add(2*time.Second)) {
 		t.Fatal("a lease appearing was not heard")
 	}
-	if got := tr.Quiet(t0.Add(time.Second)); got != 0 {
-		t.Fatalf("Quiet = %d after a heard lease", got)
+	// Judged with a 10s grace from the heard lease: fading from 5s on.
+	tr.Judged("n1", Verdict{State: StateHealthy, Deadline: t0.Add(12 * time.Second)})
+	if got := tr.Fading(t0.Add(6 * time.Second)); len(got) != 0 {
+		t.Fatalf("Fading = %v 4s after a heard lease", got)
+	}
+}
+
+func TestTrackerFadingUsesEachNodesOwnGrace(t *testing.T) {
+	tr := NewTracker()
+	for _, n := range []struct {
+		name  string
+		grace time.Duration
+	}{{"short", 10 * time.Second}, {"long", time.Minute}, {"unjudged", 0}} {
+		tr.Observe(n.name, types.UID(n.name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), t0)
+		if n.grace > 0 {
+			tr.Judged(n.name, Verdict{State: StateHealthy, Deadline: t0.Add(n.grace)})
+		}
+	}
+	if got := tr.Fading(t0.Add(4 * time.Second)); len(got) != 0 {
+		t.Fatalf("Fading at 4s = %v", got)
+	}
+	if got := tr.Fading(t0.Add(5 * time.Second)); !slices.Equal(got, []string{"short"}) {
+		t.Fatalf("Fading at 5s = %v, want [short]", got)
+	}
+	got := tr.Fading(t0.Add(time.Minute))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"long", "short"}) {
+		t.Fatalf("Fading at 1m = %v, want [long short]", got)
 	}
 }

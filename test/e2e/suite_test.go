@@ -23,6 +23,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 )
 
@@ -59,7 +60,11 @@ var _ = BeforeSuite(func() {
 	_, err := os.Stat(filepath.Join(assets, "kube-apiserver"))
 	Expect(err).NotTo(HaveOccurred(), "kube-apiserver missing from KUBEBUILDER_ASSETS; run `make envtest-assets`")
 
-	testEnv = &envtest.Environment{BinaryAssetsDirectory: assets}
+	testEnv = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
 	// Without DefaultTolerationSeconds, a pod created without tolerations
 	// keeps none, so the suite can reach --pod-eviction-timeout; pods that
 	// carry the 300s tolerations that admission would add behave as their
@@ -68,6 +73,7 @@ var _ = BeforeSuite(func() {
 		Set("disable-admission-plugins", "ServiceAccount", "DefaultTolerationSeconds")
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
+	Expect(v1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 })
@@ -146,6 +152,23 @@ func histogram(name string) *dto.Histogram {
 		}
 	}
 	return &dto.Histogram{}
+}
+
+// maxDelayBoundSince is maxDelayBound over the observations made after
+// before was taken: what one spec caused, whatever the others did.
+func maxDelayBoundSince(before, after *dto.Histogram) float64 {
+	total := after.GetSampleCount() - before.GetSampleCount()
+	prev := before.GetBucket()
+	for i, b := range after.GetBucket() {
+		var was uint64
+		if i < len(prev) {
+			was = prev[i].GetCumulativeCount()
+		}
+		if b.GetCumulativeCount()-was == total {
+			return b.GetUpperBound()
+		}
+	}
+	return math.Inf(1)
 }
 
 // maxDelayBound returns the smallest histogram bound that holds every

@@ -1,0 +1,142 @@
+package nodehealthpolicy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "nodehealthpolicy-status"
+
+// ReasonEvictionBlocked is the Warning event on a policy whose pool stopped
+// allowing NoExecute tainting and eviction.
+const ReasonEvictionBlocked = "EvictionBlocked"
+
+// The permissions the reconciler uses, and no more.
+// +kubebuilder:rbac:groups=health.nodelifecycle.io,resources=nodehealthpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=health.nodelifecycle.io,resources=nodehealthpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps each policy's status: its pool's counts, zones and
+// conditions.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes status.
+	Client client.Client
+	// Source holds the policies in force.
+	Source *Source
+	// Guard holds the pools' zone states and holds.
+	Guard *disruption.Guard
+	// Clock stamps condition transitions.
+	Clock clock.PassiveClock
+	// Recorder emits events on policies.
+	Recorder events.EventRecorder
+	// ResyncPeriod is how often a status is brought up to date with what
+	// no watch reports, such as a partition freeze.
+	ResyncPeriod time.Duration
+}
+
+// Reconcile brings one policy's status up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &v1alpha1.NodeHealthPolicy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, err := r.Source.Refresh(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list nodes: %w", err)
+	}
+	allowed, _ := r.Guard.DestructiveAllowed()
+	g := guardView{
+		frozen: r.Guard.Frozen(),
+		halted: !allowed && !r.Guard.Frozen(),
+		hold:   r.Guard.PoolHold(p.Name),
+		zones:  r.Guard.PoolZones(p.Name),
+	}
+	st := computeStatus(p, r.Source.Set(ctx), nodes.Items, g, metav1.NewTime(r.Clock.Now()))
+	if equality.Semantic.DeepEqual(st, p.Status) {
+		return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
+	}
+	was := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionEvictionAllowed)
+	base := p.DeepCopy()
+	p.Status = st
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("patch NodeHealthPolicy %q status: %w", p.Name, err)
+	}
+	if now := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionEvictionAllowed); now != nil &&
+		now.Status == metav1.ConditionFalse && (was == nil || was.Status != metav1.ConditionFalse || was.Reason != now.Reason) {
+		ctrl.LoggerFrom(ctx).Info("Eviction blocked in the pool", "reason", now.Reason, "message", now.Message)
+		r.Recorder.Eventf(p, nil, corev1.EventTypeWarning, ReasonEvictionBlocked, "BlockEviction",
+			"NoExecute tainting and eviction are blocked (%s): %s", now.Reason, now.Message)
+	}
+	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
+}
+
+// SetupWithManager registers the reconciler: it watches policies and the
+// Node changes that can move a pool's counts.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&v1alpha1.NodeHealthPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeCountsChanged})).
+		Complete(r)
+}
+
+// allPolicies maps a Node event to every policy: any of them may select it.
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &v1alpha1.NodeHealthPolicyList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing NodeHealthPolicies failed")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// nodeCountsChanged passes Node updates that can change which pool a node
+// is in or whether it counts as healthy: labels and the Ready status.
+func nodeCountsChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || readyStatus(o) != readyStatus(n)
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	if c := health.ReadyCondition(n); c != nil {
+		return c.Status
+	}
+	return ""
+}

@@ -1,0 +1,15 @@
+package policy
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Source is the controllers' view of the policies in force.
+type Source interface {
+	// For returns the settings the node follows.
+	For(ctx context.Context, node *corev1.Node) Settings
+	// Refresh reads the policies again and reports whether they changed.
+	Refresh(ctx context.Context) (bool, error)
+}
