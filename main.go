@@ -55,6 +55,9 @@ type configError struct{ error }
 func (e configError) Unwrap() error { return e.error }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "status" {
+		return runStatus(args[1:], os.Stdout)
+	}
 	opts := options.Default()
 	zapOpts := zap.Options{}
 
@@ -65,7 +68,8 @@ func run(args []string) error {
 	zapOpts.BindFlags(logFlags)
 	fs.AddGoFlagSet(logFlags)
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller [flags]\n\n"+
+		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller [flags]\n"+
+			"       node-lifecycle-controller status [flags]   (see status --help)\n\n"+
 			"Judges node health from Lease and status heartbeats and marks silent nodes Unknown\n"+
 			"at their grace deadline. Flag names and defaults are kube-controller-manager's.\n\nFlags:\n%s",
 			fs.FlagUsages())
@@ -103,18 +107,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(mgr, controllers.Options{
-		NodeMonitorGracePeriod:    opts.NodeMonitorGracePeriod,
-		NodeStartupGracePeriod:    opts.NodeStartupGracePeriod,
-		NodeMonitorPeriod:         opts.NodeMonitorPeriod,
-		PodEvictionTimeout:        opts.PodEvictionTimeout,
-		NodeEvictionRate:          opts.NodeEvictionRate,
-		SecondaryNodeEvictionRate: opts.SecondaryNodeEvictionRate,
-		LargeClusterSizeThreshold: int(opts.LargeClusterSizeThreshold),
-		UnhealthyZoneThreshold:    opts.UnhealthyZoneThreshold,
-		PartitionFreezeThreshold:  opts.PartitionFreezeThreshold,
-		PartitionFreezeCooldown:   opts.FreezeCooldown(),
-	}); err != nil {
+	if err := controllers.SetupWithManager(mgr, controllerOptions(opts)); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -131,6 +124,22 @@ func run(args []string) error {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// controllerOptions converts validated flags to the controllers' options.
+func controllerOptions(opts options.Options) controllers.Options {
+	return controllers.Options{
+		NodeMonitorGracePeriod:    opts.NodeMonitorGracePeriod,
+		NodeStartupGracePeriod:    opts.NodeStartupGracePeriod,
+		NodeMonitorPeriod:         opts.NodeMonitorPeriod,
+		PodEvictionTimeout:        opts.PodEvictionTimeout,
+		NodeEvictionRate:          opts.NodeEvictionRate,
+		SecondaryNodeEvictionRate: opts.SecondaryNodeEvictionRate,
+		LargeClusterSizeThreshold: int(opts.LargeClusterSizeThreshold),
+		UnhealthyZoneThreshold:    opts.UnhealthyZoneThreshold,
+		PartitionFreezeThreshold:  opts.PartitionFreezeThreshold,
+		PartitionFreezeCooldown:   opts.FreezeCooldown(),
+	}
 }
 
 // restConfig loads the kubeconfig named by --kubeconfig, or the default

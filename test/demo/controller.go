@@ -22,6 +22,8 @@ import (
 // controller is the node-lifecycle-controller binary, run as its own process
 // against the demo's control plane with the demo's short timings.
 type controller struct {
+	path       string
+	flags      []string
 	cmd        *exec.Cmd
 	exited     chan struct{} // closed when the process has exited
 	waitErr    error         // how it exited; read only after exited is closed
@@ -84,6 +86,8 @@ func startController(ctx context.Context, env *envtest.Environment, path, outDir
 		return nil, fmt.Errorf("start controller: %w", err)
 	}
 	c := &controller{
+		path:       path,
+		flags:      flags,
 		cmd:        cmd,
 		exited:     make(chan struct{}),
 		metricsURL: "http://" + metricsAddr + "/metrics",
@@ -98,6 +102,16 @@ func startController(ctx context.Context, env *envtest.Environment, path, outDir
 		return nil, err
 	}
 	return c, nil
+}
+
+// status runs the controller binary's status subcommand with the flags the
+// controller runs with, and returns what it printed.
+func (c *controller) status(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, c.path, append([]string{"status"}, c.flags...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s status: %w", c.path, err)
+	}
+	return string(out), nil
 }
 
 // waitReady polls the readiness probe until it answers 200, the process

@@ -115,7 +115,12 @@ func run() error {
 	defer func() { _ = controllerLog.Close() }()
 
 	fmt.Printf("Starting a local control plane from %s ...\n", assets)
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		// The controller serves NodeHealthPolicies when their CRD is there.
+		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
 	// There is no kube-controller-manager to create service accounts.
 	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
 	cfg, err := env.Start()

@@ -33,6 +33,9 @@ type demo struct {
 	mu      sync.Mutex
 	caption string
 	done    []actResult
+	// statusReport is what the status subcommand said while a node was
+	// dead and its pods were waiting for eviction.
+	statusReport string
 }
 
 // actResult is what one act showed.
@@ -145,7 +148,16 @@ func (d *demo) nodeDies(victim string) func(context.Context, *actResult) error {
 		unknown := &milestone{name: "Ready=Unknown", cond: func(s *snapshot) bool { return s.all(one, isUnknown) }}
 		tainted := &milestone{name: "unreachable:NoExecute", cond: func(s *snapshot) bool { return s.all(one, isTainted) }}
 		evicted := &milestone{name: "its pods deleted", cond: func(s *snapshot) bool { return s.all(one, podsGone) }}
-		if err := d.await(ctx, t0, unknown, tainted, evicted); err != nil {
+		if err := d.await(ctx, t0, unknown, tainted); err != nil {
+			return err
+		}
+		// What an operator asking "why, and when will my pods go" sees.
+		report, err := d.obs.controller.status(ctx)
+		if err != nil {
+			return err
+		}
+		d.statusReport = report
+		if err := d.await(ctx, t0, evicted); err != nil {
 			return err
 		}
 		r.Notes = append(r.Notes,

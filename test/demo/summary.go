@@ -30,6 +30,11 @@ func (d *demo) printSummary(results []actResult) {
 			fmt.Fprintf(&b, "Act (e) confirmed: with every node silent, no node was tainted NoExecute and no pod was deleted (%d).\n", r.Deleted)
 		}
 	}
+	if d.statusReport != "" {
+		b.WriteString("\nDuring act (b), `node-lifecycle-controller status` said:\n\n")
+		b.WriteString(d.statusReport)
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "Controller log: %s\n", d.logPath)
 	fmt.Print(b.String())
 }

@@ -1,0 +1,289 @@
+package status
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+)
+
+// Input is what a report is built from.
+type Input struct {
+	Now    time.Time
+	Nodes  []corev1.Node
+	Leases []coordinationv1.Lease
+	Pods   []corev1.Pod
+	// Policies are the policies in force, resolved against the flags.
+	Policies *policy.Set
+	// PolicyObjects are the NodeHealthPolicies as stored, for their
+	// EvictionAllowed conditions.
+	PolicyObjects []v1alpha1.NodeHealthPolicy
+	// FrozenSince is when the partition freeze in force began, zero when
+	// none holds.
+	FrozenSince time.Time
+}
+
+// Report is the answer.
+type Report struct {
+	GeneratedAt time.Time `json:"generatedAt"`
+	// PartitionFreeze, when set, holds NoExecute tainting and eviction in
+	// the whole cluster since that time.
+	PartitionFreeze *time.Time `json:"partitionFreeze,omitempty"`
+	// AllZonesDown is true when no zone has a ready node: nothing is
+	// tainted NoExecute or evicted.
+	AllZonesDown bool   `json:"allZonesDown,omitempty"`
+	Zones        []Zone `json:"zones"`
+	// Unhealthy lists the nodes that are not Ready or carry a node
+	// lifecycle taint, by pool, zone and name.
+	Unhealthy []Node `json:"unhealthyNodes"`
+}
+
+// Zone is a zone of a pool.
+type Zone struct {
+	Pool     string `json:"pool,omitempty"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Ready    int    `json:"ready"`
+	NotReady int    `json:"notReady"`
+}
+
+// Node is an unhealthy node.
+type Node struct {
+	Name string `json:"name"`
+	Pool string `json:"pool,omitempty"`
+	Zone string `json:"zone"`
+	// Verdict is Unreachable, NotReady or NeverReported.
+	Verdict string `json:"verdict"`
+	// Why is the Ready condition's reason and message.
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+	// Since is when the Ready condition last changed.
+	Since *time.Time `json:"since,omitempty"`
+	// LastHeartbeat is the later of the Lease's renewTime and the Ready
+	// condition's lastHeartbeatTime, as the node's clock wrote them.
+	LastHeartbeat *time.Time `json:"lastHeartbeat,omitempty"`
+	// HeartbeatAge is the time since LastHeartbeat, on this machine's clock.
+	HeartbeatAge *Duration `json:"heartbeatAge,omitempty"`
+	Taints       []Taint   `json:"taints,omitempty"`
+	// Held says why NoExecute tainting and eviction are held back for the
+	// node, or is empty.
+	Held string `json:"held,omitempty"`
+	Pods []Pod  `json:"pods,omitempty"`
+}
+
+// Taint is a taint on a node.
+type Taint struct {
+	Key       string     `json:"key"`
+	Effect    string     `json:"effect"`
+	TimeAdded *time.Time `json:"timeAdded,omitempty"`
+}
+
+// Pod is a pod on an unhealthy node and its eviction deadline.
+type Pod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// EvictAt is the deadline, when the pod is to be evicted at all.
+	EvictAt *time.Time `json:"evictAt,omitempty"`
+	// TimeLeft is EvictAt minus now; negative once due.
+	TimeLeft *Duration `json:"timeLeft,omitempty"`
+	// DecidedBy is what set the deadline: TolerationSeconds,
+	// PodEvictionTimeout, NotTolerated, ToleratedForever, or
+	// NoNoExecuteTaint while the node is not (yet) tainted.
+	DecidedBy string `json:"decidedBy"`
+	// Taint is the taint whose deadline comes first.
+	Taint string `json:"taint,omitempty"`
+}
+
+// Duration marshals as a Go duration string.
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Why eviction is held back, as the report says it.
+const (
+	HeldFreeze   = "partition freeze"
+	HeldAllDown  = "every zone is fully disrupted"
+	HeldByPolicy = "policy: "
+)
+
+// Build computes the report.
+func Build(in Input) Report {
+	r := Report{GeneratedAt: in.Now, Zones: []Zone{}, Unhealthy: []Node{}}
+	if !in.FrozenSince.IsZero() {
+		r.PartitionFreeze = ptrTo(in.FrozenSince)
+	}
+	settings := make(map[string]policy.Settings, len(in.Nodes))
+	zones := map[disruption.ZoneID]*Zone{}
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		s := in.Policies.For(n.Labels)
+		settings[n.Name] = s
+		if disruption.Excluded(n) {
+			continue
+		}
+		id := disruption.ZoneID{Pool: s.Pool, Zone: disruption.ZoneKey(n)}
+		z := zones[id]
+		if z == nil {
+			z = &Zone{Pool: id.Pool, Name: id.Zone}
+			zones[id] = z
+		}
+		if ready := health.ReadyCondition(n); ready != nil && ready.Status == corev1.ConditionTrue {
+			z.Ready++
+		} else {
+			z.NotReady++
+		}
+	}
+	r.AllZonesDown = len(zones) > 0
+	zoneStates := map[disruption.ZoneID]disruption.ZoneState{}
+	for id, z := range zones {
+		threshold := in.Policies.Defaults().Disruption.UnhealthyZoneThreshold
+		for _, p := range in.Policies.Pools() {
+			if p.Pool == id.Pool {
+				threshold = p.Disruption.UnhealthyZoneThreshold
+			}
+		}
+		st := disruption.ZoneStateOf(disruption.Counts{Ready: z.Ready, NotReady: z.NotReady}, threshold)
+		zoneStates[id] = st
+		z.State = st.String()
+		r.AllZonesDown = r.AllZonesDown && st == disruption.ZoneFullDisruption
+		r.Zones = append(r.Zones, *z)
+	}
+	slices.SortFunc(r.Zones, func(a, b Zone) int { return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name)) })
+
+	leases := make(map[string]*coordinationv1.Lease, len(in.Leases))
+	for i := range in.Leases {
+		leases[in.Leases[i].Name] = &in.Leases[i]
+	}
+	pods := map[string][]*corev1.Pod{}
+	for i := range in.Pods {
+		p := &in.Pods[i]
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			pods[p.Spec.NodeName] = append(pods[p.Spec.NodeName], p)
+		}
+	}
+	blocked := policyBlocks(in.PolicyObjects)
+
+	for i := range in.Nodes {
+		n := &in.Nodes[i]
+		ready := health.ReadyCondition(n)
+		lifecycleTaint := hasLifecycleTaint(n)
+		if ready != nil && ready.Status == corev1.ConditionTrue && !lifecycleTaint {
+			continue
+		}
+		s := settings[n.Name]
+		out := Node{Name: n.Name, Pool: s.Pool, Zone: disruption.ZoneKey(n), Verdict: verdict(ready)}
+		if ready != nil {
+			out.Reason, out.Message = ready.Reason, ready.Message
+			if !ready.LastTransitionTime.IsZero() {
+				out.Since = ptrTo(ready.LastTransitionTime.Time)
+			}
+		}
+		if hb := lastHeartbeat(ready, leases[n.Name]); !hb.IsZero() {
+			out.LastHeartbeat = ptrTo(hb)
+			out.HeartbeatAge = ptrTo(Duration(in.Now.Sub(hb)))
+		}
+		for _, t := range n.Spec.Taints {
+			tt := Taint{Key: t.Key, Effect: string(t.Effect)}
+			if t.TimeAdded != nil {
+				tt.TimeAdded = ptrTo(t.TimeAdded.Time)
+			}
+			out.Taints = append(out.Taints, tt)
+		}
+		out.Held = held(r, s, zoneStates[disruption.ZoneID{Pool: s.Pool, Zone: out.Zone}], blocked)
+		for _, p := range pods[n.Name] {
+			d := eviction.Deadline(p, n.Spec.Taints, s.PodEvictionTimeout, in.Now)
+			pod := Pod{Namespace: p.Namespace, Name: p.Name, DecidedBy: d.Cause.String(), Taint: d.Taint}
+			if d.Evict {
+				pod.EvictAt = ptrTo(d.At)
+				pod.TimeLeft = ptrTo(Duration(d.At.Sub(in.Now)))
+			}
+			out.Pods = append(out.Pods, pod)
+		}
+		slices.SortFunc(out.Pods, func(a, b Pod) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) })
+		r.Unhealthy = append(r.Unhealthy, out)
+	}
+	slices.SortFunc(r.Unhealthy, func(a, b Node) int {
+		return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Zone, b.Zone), cmp.Compare(a.Name, b.Name))
+	})
+	return r
+}
+
+// held says why the node's NoExecute tainting and eviction are held back.
+func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[string]string) string {
+	switch {
+	case r.PartitionFreeze != nil:
+		return HeldFreeze
+	case r.AllZonesDown:
+		return HeldAllDown
+	case blocked[s.Pool] != "":
+		return HeldByPolicy + blocked[s.Pool]
+	case s.Disruption.HaltFullZones && zone == disruption.ZoneFullDisruption:
+		return HeldByPolicy + "zone fully disrupted, and fullDisruption is Halt"
+	}
+	return ""
+}
+
+// policyBlocks maps each policy whose status says eviction is blocked to
+// the reason and message it gives.
+func policyBlocks(policies []v1alpha1.NodeHealthPolicy) map[string]string {
+	out := map[string]string{}
+	for i := range policies {
+		p := &policies[i]
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionEvictionAllowed)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		// The cluster-wide holds are reported as such.
+		if c.Reason == v1alpha1.ReasonPartitionFreeze {
+			continue
+		}
+		out[p.Name] = c.Reason + " (" + c.Message + ")"
+	}
+	return out
+}
+
+func verdict(ready *corev1.NodeCondition) string {
+	switch {
+	case health.NeverReported(ready):
+		return health.StateNeverReported.String()
+	case ready.Status == corev1.ConditionFalse:
+		return health.StateNotReady.String()
+	case ready.Status == corev1.ConditionTrue:
+		return health.StateHealthy.String()
+	default:
+		return health.StateUnreachable.String()
+	}
+}
+
+func lastHeartbeat(ready *corev1.NodeCondition, lease *coordinationv1.Lease) time.Time {
+	var t time.Time
+	if ready != nil && !health.NeverReported(ready) {
+		t = ready.LastHeartbeatTime.Time
+	}
+	if lease != nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(t) {
+		t = lease.Spec.RenewTime.Time
+	}
+	return t
+}
+
+func hasLifecycleTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
+			return true
+		}
+	}
+	return false
+}
+
+func ptrTo[T any](v T) *T { return &v }
