@@ -60,7 +60,7 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 	$(GOLANGCI_LINT) config verify
 
 .PHONY: test
-test: envtest-assets ## Run every test with the race detector, against the control plane in bin/.
+test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize).
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
 
 .PHONY: bench
@@ -85,6 +85,10 @@ run: manifests generate fmt vet ## Run the controller from your host against the
 docker-build: ## Build the container image IMG (default node-lifecycle-controller:latest).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+.PHONY: build-installer
+build-installer: manifests generate kustomize-overlay ## Render config/default with the image IMG into dist/install.yaml, one file to kubectl apply.
+	$(KUSTOMIZE) build $(OVERLAY) > dist/install.yaml
+
 ##@ Deployment
 
 ifndef ignore-not-found
@@ -92,12 +96,25 @@ ifndef ignore-not-found
 endif
 
 .PHONY: deploy
-deploy: ## Deploy config/default to the cluster in the current kubeconfig context (needs kubectl).
-	$(KUBECTL) apply -k config/default
+deploy: manifests kustomize-overlay ## Deploy config/default with the image IMG to the cluster in the current kubeconfig context (needs kubectl).
+	$(KUSTOMIZE) build $(OVERLAY) | $(KUBECTL) apply -f -
 
 .PHONY: undeploy
-undeploy: ## Remove config/default from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
-	$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+undeploy: kustomize-overlay ## Remove config/default from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
+	$(KUSTOMIZE) build $(OVERLAY) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+# OVERLAY is config/default with the image set to IMG. It lives in the
+# git-ignored dist/, so that setting the image leaves config/ untouched
+# (kubebuilder's `kustomize edit set image` in config/manager would not).
+# config/manager has already renamed the image placeholder controller to
+# node-lifecycle-controller, so that is the name the overlay replaces.
+OVERLAY := dist/overlay
+
+.PHONY: kustomize-overlay
+kustomize-overlay: kustomize
+	@mkdir -p $(OVERLAY)
+	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/default\n' > $(OVERLAY)/kustomization.yaml
+	cd $(OVERLAY) && $(KUSTOMIZE) edit set image node-lifecycle-controller=$(IMG)
 
 ##@ Dependencies
 
@@ -110,11 +127,14 @@ $(LOCALBIN):
 KUBECTL ?= kubectl
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
 
 ## Tool versions.
 # v0.23 is the controller-tools line built against k8s.io v0.37, as this module is.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# v5.8.3 needs Go 1.27; v5.8.2 is the last that builds with this module's Go 1.26.
+KUSTOMIZE_VERSION ?= v5.8.2
 
 .PHONY: controller-gen
 controller-gen: $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION) ## Build controller-gen into bin/ if necessary.
@@ -127,6 +147,12 @@ golangci-lint: $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION) ## Build golan
 	@ln -sf golangci-lint-$(GOLANGCI_LINT_VERSION) $(LOCALBIN)/golangci-lint
 $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION): | $(LOCALBIN)
 	$(call go-install-tool,$(LOCALBIN)/golangci-lint,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: kustomize
+kustomize: $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION) ## Build kustomize into bin/ if necessary.
+	@ln -sf kustomize-$(KUSTOMIZE_VERSION) $(LOCALBIN)/kustomize
+$(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
 
 ## Control plane for the envtest suites: kube-apiserver, etcd and
 ## kube-controller-manager, built from source by the test/tools module (which

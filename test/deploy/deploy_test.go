@@ -1,0 +1,588 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	goflag "flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/options"
+)
+
+// repoRoot is the module root, seen from this package's directory.
+const repoRoot = "../.."
+
+// kustomize is the binary `make kustomize` builds and `make build-installer`
+// renders with.
+var kustomize = filepath.Join(repoRoot, "bin", "kustomize")
+
+// strict makes the apiserver refuse unknown and duplicate fields instead of
+// dropping them with a warning.
+var strict = client.FieldValidation(metav1.FieldValidationStrict)
+
+func TestInstallerIsAcceptedByTheAPIServer(t *testing.T) {
+	objs := render(t, "config/default")
+	c, warnings := startAPIServer(t)
+	ctx := t.Context()
+
+	// Every cluster has kube-node-lease, where the installer puts the Role
+	// for node Leases; a fresh apiserver may not have created it yet.
+	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
+	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", corev1.NamespaceNodeLease, err)
+	}
+	for _, obj := range inApplyOrder(objs) {
+		if err := apply(ctx, c, obj.DeepCopy()); err != nil {
+			t.Errorf("%s refused: %v", describe(obj), err)
+		}
+	}
+	// A Deployment is admitted whatever its pods; the namespace's Pod
+	// Security level and the priority class are checked on the pods.
+	pod := podOf(t, objs)
+	if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll, strict); err != nil {
+		t.Errorf("A pod of the Deployment is refused: %v", err)
+	}
+	for _, w := range warnings.all() {
+		t.Errorf("The apiserver warned: %s", w)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The checks above can fail: the namespace enforces the restricted
+	// profile, and unknown fields are refused.
+	t.Run("a pod that may run as root is refused", func(t *testing.T) {
+		root := pod.DeepCopy()
+		root.Spec.SecurityContext.RunAsNonRoot = nil
+		err := c.Create(ctx, root, client.DryRunAll)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+			t.Errorf("Got %v, want a PodSecurity refusal", err)
+		}
+	})
+	t.Run("an unknown field is refused", func(t *testing.T) {
+		dep := one(t, objs, "Deployment").DeepCopy()
+		if err := unstructured.SetNestedField(dep.Object, int64(2), "spec", "replica"); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Create(ctx, dep, client.DryRunAll, strict)
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("Got %v, want an unknown field refusal", err)
+		}
+	})
+}
+
+func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
+	objs := render(t, "config/default")
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	ns := convert[corev1.Namespace](t, one(t, objs, "Namespace"))
+
+	if dep.Namespace != ns.Name {
+		t.Errorf("Deployment in namespace %q, want the installer's %q", dep.Namespace, ns.Name)
+	}
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("Namespace %s enforces Pod Security level %q, want restricted", ns.Name, got)
+	}
+	if got := ptr.Deref(dep.Spec.Replicas, 1); got != 2 {
+		t.Errorf("Deployment has %d replicas, want 2", got)
+	}
+	spec := dep.Spec.Template.Spec
+	if len(spec.Containers) != 1 {
+		t.Fatalf("Deployment has %d containers, want 1", len(spec.Containers))
+	}
+	ctr := spec.Containers[0]
+	// The Makefile's overlay sets IMG by replacing this name.
+	if ctr.Image != "node-lifecycle-controller:latest" {
+		t.Errorf("Image %q, want the placeholder rewritten to node-lifecycle-controller:latest", ctr.Image)
+	}
+
+	opts := parseFlags(t, ctr.Args)
+	if !slices.Contains(ctr.Args, "--leader-elect=true") || !opts.LeaderElect {
+		t.Errorf("Args %q, want --leader-elect=true", ctr.Args)
+	}
+	// The leader election Role grants Leases in the pod's own namespace only.
+	if opts.LeaderElectNamespace != "" && opts.LeaderElectNamespace != dep.Namespace {
+		t.Errorf("--leader-elect-namespace=%s, want the pod's own namespace", opts.LeaderElectNamespace)
+	}
+
+	metrics := containerPort(t, ctr, "metrics")
+	if want := bindPort(t, opts.MetricsBindAddress); metrics.ContainerPort != want {
+		t.Errorf("Port metrics is %d, but the binary serves metrics on %d", metrics.ContainerPort, want)
+	}
+	health := bindPort(t, opts.HealthProbeBindAddress)
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{
+		{"liveness", ctr.LivenessProbe, "/healthz"},
+		{"readiness", ctr.ReadinessProbe, "/readyz"},
+	} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("No HTTP %s probe", p.name)
+			continue
+		}
+		get := p.probe.HTTPGet
+		if get.Path != p.path {
+			t.Errorf("The %s probe gets %s, want %s", p.name, get.Path, p.path)
+		}
+		if got := resolve(t, ctr, get.Port); got != health {
+			t.Errorf("The %s probe gets port %d, but the binary serves probes on %d", p.name, got, health)
+		}
+	}
+
+	psc := spec.SecurityContext
+	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) {
+		t.Error("Pod securityContext.runAsNonRoot is not true")
+	}
+	if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("Pod securityContext.seccompProfile is not RuntimeDefault")
+	}
+	sc := ctr.SecurityContext
+	if sc == nil {
+		t.Fatal("Container has no securityContext")
+	}
+	if ptr.Deref(sc.AllowPrivilegeEscalation, true) {
+		t.Error("Container securityContext.allowPrivilegeEscalation is not false")
+	}
+	if !ptr.Deref(sc.ReadOnlyRootFilesystem, false) {
+		t.Error("Container securityContext.readOnlyRootFilesystem is not true")
+	}
+	if sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("Container drops capabilities %v, want [ALL]", sc.Capabilities)
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := ctr.Resources.Requests[r]; !ok {
+			t.Errorf("No %s request", r)
+		}
+		if _, ok := ctr.Resources.Limits[r]; !ok {
+			t.Errorf("No %s limit", r)
+		}
+	}
+}
+
+func TestBindingsGrantEveryRoleToTheServiceAccount(t *testing.T) {
+	objs := render(t, "config/default")
+	sa := one(t, objs, "ServiceAccount")
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	if dep.Spec.Template.Spec.ServiceAccountName != sa.GetName() || dep.Namespace != sa.GetNamespace() {
+		t.Errorf("Deployment %s/%s runs as ServiceAccount %q, want %s/%s",
+			dep.Namespace, dep.Name, dep.Spec.Template.Spec.ServiceAccountName, sa.GetNamespace(), sa.GetName())
+	}
+
+	// Every rendered role must end up bound to the ServiceAccount, and every
+	// binding refer to a rendered role.
+	bound := map[string]bool{}
+	for _, r := range find(objs, "ClusterRole") {
+		bound["ClusterRole "+r.GetName()] = false
+	}
+	for _, r := range find(objs, "Role") {
+		bound["Role "+r.GetNamespace()+"/"+r.GetName()] = false
+	}
+	checkRoleRef := func(binding, role string) {
+		if _, ok := bound[role]; !ok {
+			t.Errorf("%s refers to %s, which the installer does not hold", binding, role)
+		}
+		bound[role] = true
+	}
+	checkSubjects := func(binding string, subjects []rbacv1.Subject) {
+		if len(subjects) == 0 {
+			t.Errorf("%s has no subjects", binding)
+		}
+		for _, s := range subjects {
+			if s.Kind != rbacv1.ServiceAccountKind || s.Name != sa.GetName() || s.Namespace != sa.GetNamespace() {
+				t.Errorf("%s binds %s %s/%s, want ServiceAccount %s/%s",
+					binding, s.Kind, s.Namespace, s.Name, sa.GetNamespace(), sa.GetName())
+			}
+		}
+	}
+	for _, u := range find(objs, "ClusterRoleBinding") {
+		b := convert[rbacv1.ClusterRoleBinding](t, u)
+		binding := "ClusterRoleBinding " + b.Name
+		checkSubjects(binding, b.Subjects)
+		checkRoleRef(binding, b.RoleRef.Kind+" "+b.RoleRef.Name)
+	}
+	for _, u := range find(objs, "RoleBinding") {
+		b := convert[rbacv1.RoleBinding](t, u)
+		binding := "RoleBinding " + b.Namespace + "/" + b.Name
+		checkSubjects(binding, b.Subjects)
+		// A RoleBinding may refer to a ClusterRole too, granting it in
+		// its own namespace only.
+		role := b.RoleRef.Kind + " " + b.RoleRef.Name
+		if b.RoleRef.Kind == "Role" {
+			role = b.RoleRef.Kind + " " + b.Namespace + "/" + b.RoleRef.Name
+		}
+		checkRoleRef(binding, role)
+	}
+	for role, ok := range bound {
+		if !ok {
+			t.Errorf("%s is bound to nothing", role)
+		}
+	}
+
+	// The namespace transformer must leave the Role for node Leases where
+	// they are, and put the leader election Role where its Lease is: the
+	// pod's own namespace.
+	if !grantsLeases(t, objs, corev1.NamespaceNodeLease, "watch") {
+		t.Errorf("No Role grants watching Leases in %s", corev1.NamespaceNodeLease)
+	}
+	if !grantsLeases(t, objs, dep.Namespace, "update") {
+		t.Errorf("No Role grants updating Leases in %s, where the leader election Lease is", dep.Namespace)
+	}
+}
+
+// grantsLeases reports whether a Role of objs in namespace allows verb on
+// coordination.k8s.io Leases.
+func grantsLeases(t *testing.T, objs []*unstructured.Unstructured, namespace, verb string) bool {
+	t.Helper()
+	for _, u := range find(objs, "Role") {
+		if u.GetNamespace() != namespace {
+			continue
+		}
+		for _, rule := range convert[rbacv1.Role](t, u).Rules {
+			if slices.Contains(rule.APIGroups, "coordination.k8s.io") && slices.Contains(rule.Resources, "leases") &&
+				slices.Contains(rule.Verbs, verb) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
+	objs := render(t, "config/default")
+	if len(find(objs, "ServiceMonitor")) > 0 {
+		t.Error("config/default has a ServiceMonitor: it would not apply to a cluster without the Prometheus operator")
+	}
+	svc := convert[corev1.Service](t, one(t, objs, "Service"))
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	for k, v := range svc.Spec.Selector {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("Service %s selects %s=%s, which the Deployment's pods do not carry", svc.Name, k, v)
+		}
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" {
+		t.Fatalf("Service %s has ports %v, want one named metrics", svc.Name, svc.Spec.Ports)
+	}
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	if got, want := resolve(t, ctr, svc.Spec.Ports[0].TargetPort), containerPort(t, ctr, "metrics").ContainerPort; got != want {
+		t.Errorf("Service %s targets port %d, want the metrics port %d", svc.Name, got, want)
+	}
+
+	mon := one(t, render(t, "config/prometheus"), "ServiceMonitor")
+	if gv := mon.GroupVersionKind().GroupVersion(); gv != (schema.GroupVersion{Group: "monitoring.coreos.com", Version: "v1"}) {
+		t.Errorf("ServiceMonitor is %s, want monitoring.coreos.com/v1", gv)
+	}
+	selector, _, err := unstructured.NestedStringMap(mon.Object, "spec", "selector", "matchLabels")
+	if err != nil || len(selector) == 0 {
+		t.Errorf("ServiceMonitor has no spec.selector.matchLabels (%v)", err)
+	}
+	for k, v := range selector {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s, which Service %s does not carry", k, v, svc.Name)
+		}
+	}
+	endpoints, _, err := unstructured.NestedSlice(mon.Object, "spec", "endpoints")
+	if err != nil || len(endpoints) == 0 {
+		t.Fatalf("ServiceMonitor has no spec.endpoints (%v)", err)
+	}
+	for _, e := range endpoints {
+		if port, _ := e.(map[string]any)["port"].(string); port != svc.Spec.Ports[0].Name {
+			t.Errorf("ServiceMonitor scrapes port %q, want %q", port, svc.Spec.Ports[0].Name)
+		}
+	}
+}
+
+// render runs `kustomize build` on dir, relative to the module root, and
+// returns the objects it prints.
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	if _, err := os.Stat(kustomize); err != nil {
+		t.Fatalf("No kustomize to render %s with: run `make kustomize` (`make test` does): %v", dir, err)
+	}
+	cmd := exec.CommandContext(t.Context(), kustomize, "build", filepath.Join(repoRoot, dir))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+	}
+	objs, err := decode(out)
+	if err != nil {
+		t.Fatalf("Decode kustomize build %s: %v", dir, err)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("kustomize build %s rendered nothing", dir)
+	}
+	return objs
+}
+
+// decode splits a multi-document YAML stream into objects.
+func decode(stream []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	var objs []*unstructured.Unstructured
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read document %d: %w", len(objs)+1, err)
+		}
+		j, err := utilyaml.ToJSON(doc)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(objs)+1, err)
+		}
+		if s := string(bytes.TrimSpace(j)); s == "null" || s == "{}" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(j); err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(objs)+1, err)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// startAPIServer starts kube-apiserver and etcd from KUBEBUILDER_ASSETS until
+// the test ends, and returns a client that records the apiserver's warnings.
+func startAPIServer(t *testing.T) (client.Client, *warningRecorder) {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, which builds kube-apiserver and etcd into bin/")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("Start kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("Stop kube-apiserver and etcd: %v", err)
+		}
+	})
+	warnings := &warningRecorder{}
+	cfg.WarningHandlerWithContext = warnings
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("Create client: %v", err)
+	}
+	return c, warnings
+}
+
+// inApplyOrder returns objs with the Namespaces first, then the CRDs, then
+// the rest in the order kustomize rendered them.
+func inApplyOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	rank := func(o *unstructured.Unstructured) int {
+		switch o.GetKind() {
+		case "Namespace":
+			return 0
+		case "CustomResourceDefinition":
+			return 1
+		default:
+			return 2
+		}
+	}
+	sorted := slices.Clone(objs)
+	slices.SortStableFunc(sorted, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	return sorted
+}
+
+// apply creates obj with strict field validation: for real if other objects
+// need it to exist even in dry-run (a Namespace), or to be established to be
+// judged (a CRD, whose names must also be accepted), else in dry-run.
+func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	switch obj.GetKind() {
+	case "Namespace":
+		return c.Create(ctx, obj, strict)
+	case "CustomResourceDefinition":
+		if err := c.Create(ctx, obj, strict); err != nil {
+			return err
+		}
+		return waitEstablished(ctx, c, obj.GetName())
+	default:
+		return c.Create(ctx, obj, client.DryRunAll, strict)
+	}
+}
+
+// waitEstablished waits until the CRD called name serves its resource.
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, err
+		}
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conditions {
+			if m, _ := cond.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		return fmt.Errorf("CRD %s not established, conditions %v: %w", name, conditions, err)
+	}
+	return nil
+}
+
+// podOf returns a pod as the Deployment's ReplicaSet would create it.
+func podOf(t *testing.T, objs []*unstructured.Unstructured) *corev1.Pod {
+	t.Helper()
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	tmpl := dep.Spec.Template
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        dep.Name + "-dry-run",
+			Namespace:   dep.Namespace,
+			Labels:      tmpl.Labels,
+			Annotations: tmpl.Annotations,
+		},
+		Spec: tmpl.Spec,
+	}
+}
+
+// parseFlags parses args with the binary's flag set, as main.go builds it,
+// and validates the options they give.
+func parseFlags(t *testing.T, args []string) options.Options {
+	t.Helper()
+	opts := options.Default()
+	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	opts.AddFlags(fs)
+	logFlags := goflag.NewFlagSet("logging", goflag.ContinueOnError)
+	(&zap.Options{}).BindFlags(logFlags)
+	fs.AddGoFlagSet(logFlags)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("The binary refuses the Deployment's args %q: %v", args, err)
+	}
+	if fs.NArg() > 0 {
+		t.Fatalf("The binary refuses the Deployment's args: unexpected arguments %q", fs.Args())
+	}
+	if err := opts.Validate(); err != nil {
+		t.Fatalf("The binary refuses the Deployment's args %q: %v", args, err)
+	}
+	return opts
+}
+
+// bindPort returns the port of a bind address such as ":8080".
+func bindPort(t *testing.T, addr string) int32 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("Bind address %q: %v", addr, err)
+	}
+	n, err := strconv.ParseInt(port, 10, 32)
+	if err != nil {
+		t.Fatalf("Bind address %q: %v", addr, err)
+	}
+	return int32(n)
+}
+
+// containerPort returns the port of ctr called name.
+func containerPort(t *testing.T, ctr corev1.Container, name string) corev1.ContainerPort {
+	t.Helper()
+	i := slices.IndexFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == name })
+	if i < 0 {
+		t.Fatalf("Container %s has no port named %s", ctr.Name, name)
+	}
+	return ctr.Ports[i]
+}
+
+// resolve returns the number of a port of ctr given by number or by name.
+func resolve(t *testing.T, ctr corev1.Container, port intstr.IntOrString) int32 {
+	t.Helper()
+	if port.Type == intstr.Int {
+		return port.IntVal
+	}
+	return containerPort(t, ctr, port.StrVal).ContainerPort
+}
+
+// find returns the objects of objs of the given kind.
+func find(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	return found
+}
+
+// one returns the only object of objs of the given kind.
+func one(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	found := find(objs, kind)
+	if len(found) != 1 {
+		t.Fatalf("Rendered %d objects of kind %s, want 1", len(found), kind)
+	}
+	return found[0]
+}
+
+// convert turns u into its typed form, refusing fields the type lacks.
+func convert[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	obj := new(T)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+		t.Fatalf("%s: %v", describe(u), err)
+	}
+	return obj
+}
+
+func describe(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return u.GetKind() + " " + ns + "/" + u.GetName()
+	}
+	return u.GetKind() + " " + u.GetName()
+}
+
+// warningRecorder keeps the warnings the apiserver sends, such as those for
+// deprecated APIs and fields.
+type warningRecorder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+func (w *warningRecorder) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.texts)
+}

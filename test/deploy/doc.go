@@ -1,0 +1,9 @@
+// Package deploy checks the installer: config/default rendered by bin/kustomize
+// the way `make build-installer` renders dist/install.yaml, then sent to a
+// real kube-apiserver (envtest, with the binaries built by test/tools) in
+// dry-run, so that an unknown field, a wrong kind, an invalid value or a pod
+// that breaks the restricted Pod Security Standard fails `make test`. It also
+// checks what the code relies on: two replicas with leader election, the
+// health probes and metrics port the binary serves, and bindings whose
+// subjects name the rendered ServiceAccount.
+package deploy
