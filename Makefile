@@ -63,6 +63,13 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize).
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
 
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: ## Run each fuzz test for FUZZTIME (30s); make test runs their checked-in seed corpora in testdata/fuzz.
+	go test ./internal/health -run '^$$' -fuzz '^FuzzJudge$$' -fuzztime $(FUZZTIME)
+	go test ./internal/eviction -run '^$$' -fuzz '^FuzzDeadline$$' -fuzztime $(FUZZTIME)
+	go test ./internal/options -run '^$$' -fuzz '^FuzzParseAndValidate$$' -fuzztime $(FUZZTIME)
+
 .PHONY: bench
 bench: envtest-assets ## Run every benchmark, without the tests, against the control plane in bin/ (the heartbeat cost per node-hour among them).
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -run='^$$' -bench=. -benchmem ./...
