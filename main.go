@@ -95,15 +95,7 @@ func run(args []string) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectID,
-		LeaderElectionNamespace:       leaderElectionNamespace(opts.LeaderElectNamespace),
-		LeaderElectionReleaseOnCancel: true,
-	})
+	mgr, err := ctrl.NewManager(cfg, managerOptions(opts))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -119,11 +111,30 @@ func run(args []string) error {
 
 	log.Info("Starting", "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,
 		"nodeStartupGracePeriod", opts.NodeStartupGracePeriod, "nodeMonitorPeriod", opts.NodeMonitorPeriod,
-		"leaderElect", opts.LeaderElect)
+		"leaderElect", opts.LeaderElect, "leaderElectLeaseDuration", opts.LeaderElectLeaseDuration,
+		"leaderElectRenewDeadline", opts.LeaderElectRenewDeadline, "leaderElectRetryPeriod", opts.LeaderElectRetryPeriod)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
 	return nil
+}
+
+// managerOptions converts validated flags to the manager's options.
+func managerOptions(opts options.Options) ctrl.Options {
+	return ctrl.Options{
+		Cache:                   controllers.CacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		LeaderElection:          opts.LeaderElect,
+		LeaderElectionID:        opts.LeaderElectID,
+		LeaderElectionNamespace: leaderElectionNamespace(opts.LeaderElectNamespace),
+		LeaseDuration:           &opts.LeaderElectLeaseDuration,
+		RenewDeadline:           &opts.LeaderElectRenewDeadline,
+		RetryPeriod:             &opts.LeaderElectRetryPeriod,
+		// On a clean shutdown the next replica takes over at once, without
+		// waiting out the lease duration.
+		LeaderElectionReleaseOnCancel: true,
+	}
 }
 
 // controllerOptions converts validated flags to the controllers' options.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/options"
 )
 
 func TestRunRefusesBadConfigurationBeforeStarting(t *testing.T) {
@@ -15,6 +18,9 @@ func TestRunRefusesBadConfigurationBeforeStarting(t *testing.T) {
 	}{
 		{[]string{"--node-monitor-grace-period=0s"}, "invalid --node-monitor-grace-period=0s: must be positive"},
 		{[]string{"--unhealthy-zone-threshold=1.5"}, "invalid --unhealthy-zone-threshold=1.5: must be in (0, 1]"},
+		{[]string{"--leader-elect-lease-duration=10s"},
+			"invalid --leader-elect-renew-deadline=10s: must be below --leader-elect-lease-duration (10s)"},
+		{[]string{"--leader-elect-retry-period=0s"}, "invalid --leader-elect-retry-period=0s: must be positive"},
 		{[]string{"--kubeconfig=/does/not/exist"}, "invalid --kubeconfig=/does/not/exist"},
 		{[]string{"--no-such-flag"}, "unknown flag: --no-such-flag"},
 		{[]string{"--node-eviction-rate=fast"}, `invalid argument "fast"`},
@@ -47,5 +53,27 @@ func TestLeaderElectionNamespace(t *testing.T) {
 	// Outside a pod there is no service account namespace file.
 	if got := leaderElectionNamespace(""); got != "kube-system" {
 		t.Fatalf("fallback = %q", got)
+	}
+}
+
+func TestManagerOptionsCarryLeaderElectTimings(t *testing.T) {
+	opts := options.Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse([]string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
+		"--leader-elect-retry-period=4s", "--leader-elect-namespace=ops", "--leader-elect-id=nlc"}); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	got := managerOptions(opts)
+	if !got.LeaderElection || got.LeaderElectionID != "nlc" || got.LeaderElectionNamespace != "ops" {
+		t.Errorf("leader election not wired: %+v", got)
+	}
+	if got.LeaseDuration == nil || *got.LeaseDuration != 30*time.Second ||
+		got.RenewDeadline == nil || *got.RenewDeadline != 20*time.Second ||
+		got.RetryPeriod == nil || *got.RetryPeriod != 4*time.Second {
+		t.Errorf("timings not passed on: lease %v, renew %v, retry %v", got.LeaseDuration, got.RenewDeadline, got.RetryPeriod)
+	}
+	if !got.LeaderElectionReleaseOnCancel {
+		t.Error("a clean shutdown must release the Lease")
 	}
 }

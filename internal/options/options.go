@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
 )
 
 // Defaults that match kube-controller-manager, so that flags can be moved over
@@ -23,6 +24,9 @@ const (
 	DefaultMetricsBindAddress        = ":8080"
 	DefaultHealthProbeBindAddress    = ":8081"
 	DefaultLeaderElectionID          = "node-lifecycle-controller"
+	DefaultLeaderElectLeaseDuration  = 15 * time.Second
+	DefaultLeaderElectRenewDeadline  = 10 * time.Second
+	DefaultLeaderElectRetryPeriod    = 2 * time.Second
 )
 
 // Client rate limits. kube-controller-manager's --kube-api-qps (20) and
@@ -89,6 +93,16 @@ type Options struct {
 	LeaderElectNamespace string
 	// LeaderElectID is the name of the leader election Lease.
 	LeaderElectID string
+	// LeaderElectLeaseDuration is how long a replica that is not the
+	// leader waits, after it last saw the Lease renewed, before it takes
+	// the Lease over: the longest a crashed leader leaves nodes unjudged.
+	LeaderElectLeaseDuration time.Duration
+	// LeaderElectRenewDeadline is how long the leader keeps trying to
+	// renew the Lease before it gives up leading.
+	LeaderElectRenewDeadline time.Duration
+	// LeaderElectRetryPeriod is how long replicas wait between attempts to
+	// take or renew the Lease.
+	LeaderElectRetryPeriod time.Duration
 
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
@@ -112,6 +126,9 @@ func Default() Options {
 		PartitionFreezeThreshold:  DefaultPartitionFreezeThreshold,
 		LeaderElect:               true,
 		LeaderElectID:             DefaultLeaderElectionID,
+		LeaderElectLeaseDuration:  DefaultLeaderElectLeaseDuration,
+		LeaderElectRenewDeadline:  DefaultLeaderElectRenewDeadline,
+		LeaderElectRetryPeriod:    DefaultLeaderElectRetryPeriod,
 		MetricsBindAddress:        DefaultMetricsBindAddress,
 		HealthProbeBindAddress:    DefaultHealthProbeBindAddress,
 	}
@@ -161,6 +178,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Namespace of the leader election Lease. Empty means the controller's own namespace, or kube-system outside a cluster.")
 	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID,
 		"Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", o.LeaderElectLeaseDuration,
+		"How long a replica that is not the leader waits, after it last saw the leader renew the Lease, before it "+
+			"takes the Lease over: the longest a crashed leader leaves nodes unjudged. Must exceed --leader-elect-renew-deadline.")
+	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline,
+		"How long the leader keeps trying to renew the Lease before it stops leading. "+
+			"Must exceed 1.2 times --leader-elect-retry-period.")
+	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod,
+		"How long replicas wait between attempts to take or renew the Lease.")
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
@@ -227,8 +252,44 @@ func (o *Options) Validate() error {
 	if o.PartitionFreezeCooldown < 0 {
 		bad("partition-freeze-cooldown", o.PartitionFreezeCooldown, "must not be negative")
 	}
-	if o.LeaderElect && o.LeaderElectID == "" {
-		bad("leader-elect-id", `""`, "must not be empty when --leader-elect is set")
+	if o.LeaderElect {
+		if o.LeaderElectID == "" {
+			bad("leader-elect-id", `""`, "must not be empty when --leader-elect is set")
+		}
+		errs = append(errs, o.validateLeaderElectTimings()...)
 	}
 	return errors.Join(errs...)
+}
+
+// validateLeaderElectTimings applies client-go's rules for leader election
+// timings (leaderelection.NewLeaderElector), which would otherwise refuse them
+// only once the manager starts. Like kube-controller-manager, it does not
+// look at them when --leader-elect is off.
+func (o *Options) validateLeaderElectTimings() []error {
+	var errs []error
+	bad := func(flag string, value any, rule string) {
+		errs = append(errs, fmt.Errorf("invalid --%s=%v: %s", flag, value, rule))
+	}
+	lease, renew, retry := o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod
+	if lease <= 0 {
+		bad("leader-elect-lease-duration", lease, "must be positive")
+	}
+	if renew <= 0 {
+		bad("leader-elect-renew-deadline", renew, "must be positive")
+	}
+	if retry <= 0 {
+		bad("leader-elect-retry-period", retry, "must be positive")
+	}
+	if lease > 0 && renew > 0 && lease <= renew {
+		bad("leader-elect-renew-deadline", renew,
+			fmt.Sprintf("must be below --leader-elect-lease-duration (%v)", lease))
+	}
+	// client-go retries renewals with up to this much jitter, and refuses a
+	// deadline that one jittered retry could use up.
+	if renew > 0 && retry > 0 && renew <= time.Duration(leaderelection.JitterFactor*float64(retry)) {
+		bad("leader-elect-retry-period", retry,
+			fmt.Sprintf("must be below --leader-elect-renew-deadline (%v) divided by %v, the leader election jitter factor",
+				renew, leaderelection.JitterFactor))
+	}
+	return errs
 }

@@ -1,12 +1,15 @@
 package options
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -69,6 +72,30 @@ func TestValidate(t *testing.T) {
 		{"negative burst", func(o *Options) { o.KubeAPIBurst = -1 }, "--kube-api-burst=-1: must be positive"},
 		{"empty leader id", func(o *Options) { o.LeaderElectID = "" }, "--leader-elect-id"},
 		{"empty leader id without election", func(o *Options) { o.LeaderElectID = ""; o.LeaderElect = false }, ""},
+		{"zero lease duration", func(o *Options) { o.LeaderElectLeaseDuration = 0 }, "--leader-elect-lease-duration=0s: must be positive"},
+		{"negative renew deadline", func(o *Options) { o.LeaderElectRenewDeadline = -time.Second },
+			"--leader-elect-renew-deadline=-1s: must be positive"},
+		{"zero retry period", func(o *Options) { o.LeaderElectRetryPeriod = 0 }, "--leader-elect-retry-period=0s: must be positive"},
+		{"renew deadline equal to lease", func(o *Options) { o.LeaderElectRenewDeadline = 15 * time.Second },
+			"--leader-elect-renew-deadline=15s: must be below --leader-elect-lease-duration (15s)"},
+		{"renew deadline above lease", func(o *Options) { o.LeaderElectLeaseDuration = 8 * time.Second },
+			"--leader-elect-renew-deadline=10s: must be below --leader-elect-lease-duration (8s)"},
+		{"renew deadline just below lease", func(o *Options) { o.LeaderElectRenewDeadline = 15*time.Second - time.Millisecond }, ""},
+		{"retry period equal to renew deadline", func(o *Options) { o.LeaderElectRetryPeriod = 10 * time.Second },
+			"--leader-elect-retry-period=10s: must be below --leader-elect-renew-deadline (10s) divided by 1.2"},
+		// client-go refuses a renew deadline of at most 1.2 retry periods.
+		{"retry period at renew deadline over jitter", func(o *Options) {
+			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 12*time.Second, 10*time.Second
+		}, "--leader-elect-retry-period=10s: must be below --leader-elect-renew-deadline (12s) divided by 1.2"},
+		{"retry period just inside the jitter", func(o *Options) {
+			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 12*time.Second+time.Nanosecond, 10*time.Second
+		}, ""},
+		{"short timings", func(o *Options) {
+			o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+		}, ""},
+		{"bad timings without election", func(o *Options) {
+			o.LeaderElect, o.LeaderElectLeaseDuration, o.LeaderElectRetryPeriod = false, -time.Second, time.Hour
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,6 +111,80 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("want error containing %q, got %q", tt.want, err)
 			}
 		})
+	}
+}
+
+// TestLeaderElectTimingsMatchClientGo checks Validate against the rules
+// client-go applies when the manager starts, so that no timing passes the
+// flags only to be refused later, and none is refused that would run.
+func TestLeaderElectTimingsMatchClientGo(t *testing.T) {
+	values := []time.Duration{-time.Second, 0, time.Nanosecond, 500 * time.Millisecond, 833 * time.Millisecond,
+		time.Second, 1200 * time.Millisecond, 2 * time.Second, 2400*time.Millisecond + time.Nanosecond, 3 * time.Second}
+	lock := &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "test"}}
+	for _, lease := range values {
+		for _, renew := range values {
+			for _, retry := range values {
+				o := Default()
+				o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = lease, renew, retry
+				_, clientGoErr := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+					Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+					Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
+				})
+				if err := o.Validate(); (err == nil) != (clientGoErr == nil) {
+					t.Errorf("lease %v, renew %v, retry %v: Validate says %v, client-go says %v", lease, renew, retry, err, clientGoErr)
+				}
+			}
+		}
+	}
+}
+
+func TestLeaderElectTimingFlags(t *testing.T) {
+	o := Default()
+	if o.LeaderElectLeaseDuration != 15*time.Second || o.LeaderElectRenewDeadline != 10*time.Second ||
+		o.LeaderElectRetryPeriod != 2*time.Second {
+		t.Fatalf("defaults are not kube-controller-manager's: %+v", o)
+	}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	err := fs.Parse([]string{
+		"--leader-elect-lease-duration=30s",
+		"--leader-elect-renew-deadline=20s",
+		"--leader-elect-retry-period=4s",
+	})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.LeaderElectLeaseDuration != 30*time.Second || o.LeaderElectRenewDeadline != 20*time.Second ||
+		o.LeaderElectRetryPeriod != 4*time.Second {
+		t.Errorf("flags not applied: %+v", o)
+	}
+}
+
+func TestValidateReportsEachBrokenLeaderElectRuleOnce(t *testing.T) {
+	o := Default()
+	// The lease is too short for the renew deadline, and the retry period
+	// too long for it: two rules, two lines, and no line about positivity.
+	o.LeaderElectLeaseDuration = 5 * time.Second
+	o.LeaderElectRetryPeriod = 9 * time.Second
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "--leader-elect-renew-deadline=10s") ||
+		!strings.Contains(lines[1], "--leader-elect-retry-period=9s") {
+		t.Fatalf("want one line for the renew deadline and one for the retry period, got %q", lines)
+	}
+	// A timing that is not positive is reported as such, and not again in
+	// its relations to the others.
+	o = Default()
+	o.LeaderElectRenewDeadline = 0
+	err = o.Validate()
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 {
+		t.Fatalf("want 1 line, got %q", lines)
 	}
 }
 
