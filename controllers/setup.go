@@ -230,6 +230,11 @@ type guardGate struct{ g *disruption.Guard }
 // EvictionAllowed holds evictions back during a partition freeze, while
 // every zone is down, and where the node's pool or zone holds them.
 func (gg guardGate) EvictionAllowed(node *corev1.Node) (bool, string) {
+	if !gg.g.Seeded() {
+		// Until the node health controller has counted every node, the
+		// guard cannot tell a dead zone from a dead cluster.
+		return false, "disruption guard not seeded yet"
+	}
 	return gg.g.DestructiveAllowedFor(node.Name)
 }
 

@@ -3,6 +3,7 @@ package nodehealth
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -61,6 +62,9 @@ type Reconciler struct {
 	Guard *disruption.Guard
 
 	kicker *kicker
+
+	// seedMu makes the first reconciles wait while one seeds the guard.
+	seedMu sync.Mutex
 }
 
 // Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
@@ -69,6 +73,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()
+	if err := r.seed(ctx, now); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
@@ -124,6 +131,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		next = v.Deadline.Sub(now)
 	}
 	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// seed counts every node in the disruption guard, as its Ready condition
+// stands, before the first node is judged: a new leader or a restarted
+// controller must not judge zones, nor find every zone down and lift
+// NoExecute taints, from the few nodes its workers happen to take first.
+func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
+	r.seedMu.Lock()
+	defer r.seedMu.Unlock()
+	if r.Guard.Seeded() {
+		return nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Client.List(ctx, nodes); err != nil {
+		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
+	}
+	statuses := make(map[string]disruption.NodeStatus, len(nodes.Items))
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool)
+	}
+	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
+	return nil
 }
 
 // settings returns the settings of the node's pool.

@@ -110,6 +110,7 @@ type Guard struct {
 	fadingByPool map[string]int
 	freeze       Freeze
 	halted       bool
+	seeded       bool
 }
 
 // NewGuard returns a guard with no nodes.
@@ -130,23 +131,54 @@ func NewGuard(cfg Config) *Guard {
 func (g *Guard) Update(name string, st NodeStatus, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old, known := g.nodes[name]
-	if known && old == st {
+	var c Change
+	if !g.record(name, st, &c) {
 		return Change{}
 	}
+	g.settle(now, &c)
+	return c
+}
+
+// Seed records the status of every node at once, before the first Update:
+// zone states, the halt and the freeze are settled only once all are
+// counted, so that a new leader does not judge them from the few nodes it
+// happened to look at first.
+func (g *Guard) Seed(nodes map[string]NodeStatus, now time.Time) Change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	var c Change
+	for name, st := range nodes {
+		g.record(name, st, &c)
+	}
+	g.seeded = true
+	g.settle(now, &c)
+	return c
+}
+
+// Seeded reports whether Seed has run.
+func (g *Guard) Seeded() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seeded
+}
+
+// record counts a node's new status and reports whether it changed.
+func (g *Guard) record(name string, st NodeStatus, c *Change) bool {
+	old, known := g.nodes[name]
+	if known && old == st {
+		return false
+	}
 	g.nodes[name] = st
 	if known {
-		g.uncount(name, old, &c)
+		g.uncount(name, old, zoneOf(old) != zoneOf(st), c)
 	}
-	g.count(st, &c)
+	g.count(st, c)
 	if st.SilentSince.IsZero() {
 		delete(g.silent, name)
 	} else {
 		g.silent[name] = st.SilentSince
 	}
-	g.settle(now, &c)
-	return c
+	return true
 }
 
 // Remove forgets a deleted node.
@@ -160,7 +192,7 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 	var c Change
 	delete(g.nodes, name)
 	delete(g.silent, name)
-	g.uncount(name, old, &c)
+	g.uncount(name, old, true, &c)
 	g.settle(now, &c)
 	return c
 }
@@ -269,13 +301,19 @@ func (g *Guard) count(st NodeStatus, c *Change) {
 	c.Zones = appendOnce(c.Zones, id)
 }
 
-func (g *Guard) uncount(name string, st NodeStatus, c *Change) {
+// uncount takes a node out of its zone's counts and, when it leaves the zone,
+// out of the zone's tainting queue: a node that stays keeps its place, or a
+// change of its status (its grace period running out under a new leader)
+// would send it to the back, behind nodes that asked later.
+func (g *Guard) uncount(name string, st NodeStatus, leaving bool, c *Change) {
 	id := zoneOf(st)
 	z := g.zones[id]
 	if z == nil {
 		return
 	}
-	z.waiting = slices.DeleteFunc(z.waiting, func(n string) bool { return n == name })
+	if leaving {
+		z.waiting = slices.DeleteFunc(z.waiting, func(n string) bool { return n == name })
+	}
 	if st.Excluded {
 		return
 	}
