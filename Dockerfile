@@ -11,7 +11,7 @@ COPY go.sum go.sum
 RUN go mod download
 
 # Copy the Go source.
-COPY main.go status.go ./
+COPY main.go main.go
 COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
