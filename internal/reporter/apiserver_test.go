@@ -91,7 +91,12 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	apiServer := env.ControlPlane.APIServer
 	g.Expect(apiServer.Stop()).To(Succeed())
 	stopped := time.Now()
-	time.Sleep(outage) // The fault itself, not a wait for some state.
+	// The fault: the apiserver stays down, and answers nothing, for the
+	// whole outage.
+	g.Consistently(func() error {
+		_, err := kube.Discovery().ServerVersion()
+		return err
+	}).WithTimeout(outage).WithPolling(200 * time.Millisecond).ShouldNot(Succeed())
 	g.Expect(failures.Load()).To(BeNumerically(">", failuresBefore), "OnRepeatedFailure not called during the outage")
 	g.Expect(apiServer.Start()).To(Succeed())
 	restarted := time.Now()
