@@ -16,13 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
@@ -55,51 +52,18 @@ type replica struct {
 // startController sets them, in a manager that acts only while it holds the
 // named Lease in the default namespace.
 func startReplica(name, leaseName string, tune ...func(*controllers.Options)) *replica {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.Scheme,
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		LeaderElection:         true,
-		LeaderElectionID:       leaseName,
+	mgr, kill := runManager(func(o *ctrl.Options) {
+		o.LeaderElection = true
+		o.LeaderElectionID = leaseName
 		// Not kube-system: the suite's apiserver runs no controller that
 		// would create it.
-		LeaderElectionNamespace: metav1.NamespaceDefault,
-		LeaseDuration:           ptr.To(leaseDuration),
-		RenewDeadline:           ptr.To(renewDeadline),
-		RetryPeriod:             ptr.To(retryPeriod),
+		o.LeaderElectionNamespace = metav1.NamespaceDefault
+		o.LeaseDuration = ptr.To(leaseDuration)
+		o.RenewDeadline = ptr.To(renewDeadline)
+		o.RetryPeriod = ptr.To(retryPeriod)
 		// A crash releases nothing.
-		LeaderElectionReleaseOnCancel: false,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	opts := controllers.DefaultOptions()
-	opts.NodeMonitorGracePeriod = grace
-	opts.NodeStartupGracePeriod = startupGrace
-	opts.NodeMonitorPeriod = monitorPeriod
-	opts.PodEvictionTimeout = evictTimeout
-	opts.NodeEvictionRate = evictionRate
-	opts.PartitionFreezeCooldown = grace
-	for _, t := range tune {
-		t(&opts)
-	}
-	Expect(controllers.SetupWithManager(mgr, opts)).To(Succeed())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	var once sync.Once
-	kill := func() {
-		once.Do(func() {
-			cancel()
-			Eventually(done).Should(BeClosed())
-		})
-	}
-	DeferCleanup(kill)
+		o.LeaderElectionReleaseOnCancel = false
+	}, tune...)
 	return &replica{name: name, mgr: mgr, kill: kill}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,14 +95,27 @@ var _ = AfterSuite(func() {
 // spec ends, or until the returned function is called. Options start from
 // the suite's short timings; tune changes them further.
 func startController(tune ...func(*controllers.Options)) (stop func()) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	_, stop = runManager(nil, tune...)
+	return stop
+}
+
+// runManager runs the controllers with the suite's short timings, changed
+// by tune, in a manager of their own whose options mgrOpts may change. The
+// returned stop cancels it and waits for it to end; it runs at the end of
+// the spec too.
+func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
+	o := ctrl.Options{
 		Scheme:                 scheme.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each spec starts a fresh manager in the same process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if mgrOpts != nil {
+		mgrOpts(&o)
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	Expect(err).NotTo(HaveOccurred())
 	opts := controllers.DefaultOptions()
 	opts.NodeMonitorGracePeriod = grace
@@ -122,17 +136,15 @@ func startController(tune ...func(*controllers.Options)) (stop func()) {
 		defer close(done)
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		Eventually(done).Should(BeClosed())
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			Eventually(done).Should(BeClosed())
+		})
 	}
 	DeferCleanup(stop)
-	return stop
+	return mgr, stop
 }
 
 // markDelays returns the histogram of delays between a deadline and its mark,
