@@ -62,17 +62,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if _, err := r.Source.Refresh(ctx); err != nil {
+	if err := r.Source.Refresh(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list nodes: %w", err)
 	}
-	allowed, _ := r.Guard.DestructiveAllowed()
 	g := guardView{
 		frozen: r.Guard.Frozen(),
-		halted: !allowed && !r.Guard.Frozen(),
+		halted: r.Guard.Halted(),
 		hold:   r.Guard.PoolHold(p.Name),
 		zones:  r.Guard.PoolZones(p.Name),
 	}

@@ -15,16 +15,14 @@ import (
 
 // NodesOnChange maps a NodeHealthPolicy event to the nodes a controller must
 // look at again: it refreshes src first, so the reconciles it queues see the
-// new policies, and returns the nodes, read from r, that
-// keep accepts (every node when keep is nil).
+// new policies, and returns the nodes, read from r, that keep accepts (every
+// node when keep is nil). Every event requeues: the Source is shared, and
+// another controller's handler may already have refreshed it for this very
+// event; the watch's predicate passes spec changes only.
 func NodesOnChange(src policy.Source, r client.Reader, keep func(*corev1.Node) bool) handler.TypedMapFunc[*v1alpha1.NodeHealthPolicy, reconcile.Request] {
 	return func(ctx context.Context, _ *v1alpha1.NodeHealthPolicy) []reconcile.Request {
 		log := ctrl.LoggerFrom(ctx)
-		// Whether the set changed is no guide: the Source is shared, and
-		// another controller's handler may have refreshed it for this very
-		// event. Refresh only so that the reconciles queued here see it;
-		// the watch's predicate passes spec changes only.
-		if _, err := src.Refresh(ctx); err != nil {
+		if err := src.Refresh(ctx); err != nil {
 			log.Error(err, "Reading NodeHealthPolicies failed")
 			return nil
 		}

@@ -48,7 +48,7 @@ func (s *Source) Set(ctx context.Context) *policy.Set {
 	if set := s.set.Load(); set != nil {
 		return set
 	}
-	if _, err := s.Refresh(ctx); err != nil {
+	if err := s.Refresh(ctx); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading NodeHealthPolicies failed; nodes follow the flags until they can be read")
 		return policy.NewSet(s.Defaults, nil)
 	}
@@ -60,18 +60,18 @@ func (s *Source) For(ctx context.Context, node *corev1.Node) policy.Settings {
 	return s.Set(ctx).For(node.Labels)
 }
 
-// Refresh rebuilds the policy set from the cache when a policy changed
-// since the last build, and reports whether it did.
-func (s *Source) Refresh(ctx context.Context) (bool, error) {
+// Refresh rebuilds the policy set from the cache when a policy's spec
+// changed since the last build.
+func (s *Source) Refresh(ctx context.Context) error {
 	list := &v1alpha1.NodeHealthPolicyList{}
 	if err := s.Reader.List(ctx, list); err != nil {
-		return false, fmt.Errorf("list NodeHealthPolicies: %w", err)
+		return fmt.Errorf("list NodeHealthPolicies: %w", err)
 	}
 	version := versionOf(list.Items)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.set.Load() != nil && version == s.version {
-		return false, nil
+		return nil
 	}
 	set := policy.NewSet(s.Defaults, list.Items)
 	s.set.Store(set)
@@ -81,7 +81,7 @@ func (s *Source) Refresh(ctx context.Context) (bool, error) {
 	for name, err := range set.Invalid {
 		log.Error(err, "NodeHealthPolicy not in force", "NodeHealthPolicy", name)
 	}
-	return true, nil
+	return nil
 }
 
 // syncGuard gives the guard every pool's settings and drops the pools whose

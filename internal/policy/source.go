@@ -10,6 +10,7 @@ import (
 type Source interface {
 	// For returns the settings the node follows.
 	For(ctx context.Context, node *corev1.Node) Settings
-	// Refresh reads the policies again and reports whether they changed.
-	Refresh(ctx context.Context) (bool, error)
+	// Refresh reads the policies again, so that what For returns next
+	// reflects every policy change the cache has seen.
+	Refresh(ctx context.Context) error
 }
