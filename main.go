@@ -103,11 +103,8 @@ func run(args []string) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	mgr, err := ctrl.NewManager(cfg, managerOptions(opts))
+	mgr, err := controllers.NewManager(cfg, managerOptions(opts), controllerOptions(opts))
 	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
-	}
-	if err := controllers.SetupWithManager(mgr, controllerOptions(opts)); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -130,7 +127,6 @@ func run(args []string) error {
 // managerOptions converts validated flags to the manager's options.
 func managerOptions(opts options.Options) ctrl.Options {
 	return ctrl.Options{
-		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
 		LeaderElection:          opts.LeaderElect,

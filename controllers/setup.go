@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,6 +25,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 )
 
 // Options configures the controllers. The zero value is not valid; start
@@ -61,6 +63,11 @@ type Options struct {
 	PartitionFreezeCooldown time.Duration
 	// Clock drives every deadline; nil means the real clock.
 	Clock clock.WithTicker
+	// Sight, when set, watches the manager's requests to the apiserver
+	// (its rest.Config wrapped with Sight.Wrap): a span during which the
+	// apiserver could not be reached then counts against no node's
+	// silence. NewManager sets it up; nil counts outages as silence.
+	Sight *sight.Monitor
 }
 
 // DefaultOptions returns kube-controller-manager's timings.
@@ -102,6 +109,30 @@ func CacheOptions() cache.Options {
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{corev1.NamespaceNodeLease: {}}},
 		},
 	}
+}
+
+// NewManager creates a manager for cfg with mgrOpts, its cache built with
+// CacheOptions, and adds the node lifecycle
+// controllers to it with opts. It watches the manager's requests (on a copy
+// of cfg), so that a span during which the apiserver cannot be reached is
+// not taken for the silence of every node.
+func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts Options) (ctrl.Manager, error) {
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	opts.Sight = sight.New(clk)
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(opts.Sight.Wrap)
+	mgrOpts.Cache = CacheOptions()
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := SetupWithManager(mgr, opts); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // SetupWithManager adds the node lifecycle controllers to mgr. The manager's
@@ -148,6 +179,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Defaults: defaults, Guard: guard, Clock: clk,
 			OnGuardChange: r.ApplyGuardChange}
 		r.Policies = source
+	}
+	if opts.Sight != nil {
+		log := mgr.GetLogger().WithName(nodehealth.ControllerName)
+		opts.Sight.OnRegained(func(o sight.Outage) { r.ExcuseOutage(ctrl.LoggerInto(context.Background(), log), o) })
 	}
 	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)

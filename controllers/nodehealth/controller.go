@@ -18,6 +18,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
 
@@ -133,6 +134,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
+// ExcuseOutage takes a span during which the controller could not reach the
+// apiserver off every node's silence: the kubelets' heartbeats could not be
+// written, or not be seen, so the span says nothing of the nodes. Each
+// node's deadline moves on by as much of the span as it had been silent.
+func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
+	r.Tracker.Excuse(o.From, o.To)
+	outagesExcused.Observe(o.Duration().Seconds())
+	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
+		"unreachableSince", o.From, "for", o.Duration())
+}
+
 // seed counts every node in the disruption guard, as its Ready condition
 // stands, before the first node is judged: a new leader or a restarted
 // controller must not judge zones, nor find every zone down and lift
@@ -192,6 +204,13 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 		log.V(1).Info("Live read found a heartbeat the cache had not shown; not marking",
 			"deadline", v.Deadline)
 		return node, health.Judge(node, obs.LastHeartbeat, grace, now), nil
+	}
+	if again := health.Judge(node, obs.LastHeartbeat, grace, now); !again.Expired {
+		// An apiserver outage ended while the node was read, and was
+		// excused: the node's deadline moved on.
+		log.V(1).Info("Deadline moved while the node was read; not marking",
+			"deadline", v.Deadline, "newDeadline", again.Deadline)
+		return node, again, nil
 	}
 
 	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now))

@@ -25,6 +25,12 @@ var (
 
 	// updateNodeHealthDuration keeps kube-controller-manager's name, so that
 	// dashboards built on it keep working.
+	outagesExcused = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "node_lifecycle_apiserver_outage_seconds",
+		Help:    "Spans during which the controller could not reach the apiserver; each is excused from every node's silence.",
+		Buckets: []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900},
+	})
+
 	updateNodeHealthDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "node_collector_update_node_health_duration_seconds",
 		Help:    "Duration in seconds of judging one node's health and acting on the verdict.",
@@ -61,7 +67,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(nodesByState, markDelay, updateNodeHealthDuration,
+	metrics.Registry.MustRegister(nodesByState, markDelay, outagesExcused, updateNodeHealthDuration,
 		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze)
 }
 

@@ -135,6 +135,34 @@ func (t *Tracker) RefreshAll(now time.Time) {
 	}
 }
 
+// Excuse discounts a span during which the controller could not see the
+// apiserver, from from to to: that time no longer counts against any
+// node's silence, as the kubelets could not write while the controller
+// could not read. A node last heard before from has its last heartbeat, and
+// its deadline, moved on by the length of the span; a node heard within it
+// counts as heard at to.
+func (t *Tracker) Excuse(from, to time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.nodes {
+		if !e.lastHeartbeat.Before(to) {
+			continue
+		}
+		shift := to.Sub(later(e.lastHeartbeat, from))
+		e.lastHeartbeat = e.lastHeartbeat.Add(shift)
+		if !e.deadline.IsZero() {
+			e.deadline = e.deadline.Add(shift)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // Fading returns the judged nodes without a heartbeat for at least half of
 // their grace period at now, expired ones included.
 func (t *Tracker) Fading(now time.Time) []string {

@@ -233,3 +233,41 @@ func TestTrackerFadingUsesEachNodesOwnGrace(t *testing.T) {
 		t.Fatalf("Fading at 1m = %v, want [long short]", got)
 	}
 }
+
+func TestTrackerExcusesAnOutage(t *testing.T) {
+	const grace = 50 * time.Second
+	tr := NewTracker()
+	heard := map[string]time.Time{
+		"before":     t0,                       // heard 20s before the outage
+		"within":     t0.Add(30 * time.Second), // heard while the controller was blind
+		"after":      t0.Add(90 * time.Second), // heard after it ended
+		"long-quiet": t0.Add(-40 * time.Second),
+	}
+	for name, at := range heard {
+		tr.Observe(name, types.UID(name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), at)
+		tr.Judged(name, Verdict{State: StateHealthy, Deadline: at.Add(grace)})
+	}
+	from, to := t0.Add(20*time.Second), t0.Add(80*time.Second)
+	tr.Excuse(from, to)
+
+	want := map[string]time.Time{
+		"before":     t0.Add(60 * time.Second), // moved on by the outage's 60s
+		"within":     to,
+		"after":      t0.Add(90 * time.Second),
+		"long-quiet": t0.Add(20 * time.Second),
+	}
+	for name, at := range want {
+		obs := tr.Observe(name, types.UID(name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), to)
+		if !obs.LastHeartbeat.Equal(at) {
+			t.Errorf("%s: last heartbeat %v after the outage, want %v", name, obs.LastHeartbeat.Sub(t0), at.Sub(t0))
+		}
+	}
+	// Deadlines move with the heartbeats: a node already past its
+	// deadline when the outage began is still past it, and only it.
+	if got := tr.Overdue(to); !slices.Equal(got, []string{"long-quiet"}) {
+		t.Errorf("Overdue at the end of the outage = %v, want [long-quiet]", got)
+	}
+	if got := tr.Fading(to); !slices.Equal(got, []string{"long-quiet"}) {
+		t.Errorf("Fading at the end of the outage = %v, want [long-quiet]", got)
+	}
+}

@@ -17,6 +17,7 @@ const (
 	DefaultRenewIntervalFraction     float64 = 0.25
 	DefaultNodeStatusUpdateFrequency         = 10 * time.Second
 	DefaultNodeStatusReportFrequency         = 5 * time.Minute
+	DefaultMaxBackoff                        = 7 * time.Second
 )
 
 // Config of one node's reporter. Zero fields take the kubelet's defaults.
@@ -47,6 +48,10 @@ type Config struct {
 	// periodic status sync, so that a fleet started at once spreads its
 	// writes evenly over the intervals.
 	StartOffset time.Duration
+	// MaxBackoff caps the waits between rounds of failed registrations and
+	// lease renewals. Default 7s, the kubelet's; a fleet run with grace
+	// periods of seconds shortens it in proportion.
+	MaxBackoff time.Duration
 	// Health holds the switches the default setters report. Nil means a new
 	// healthy Health, available from Reporter.Health.
 	Health *Health
@@ -84,6 +89,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NodeStatusReportFrequency == 0 {
 		c.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
 	}
 	if len(c.Capacity) == 0 {
 		c.Capacity = DefaultCapacity()
@@ -144,6 +152,9 @@ func (c *Config) validate() error {
 	}
 	if c.StartOffset < 0 {
 		add("startOffset: must not be negative, got %v", c.StartOffset)
+	}
+	if c.MaxBackoff < 0 {
+		add("maxBackoff: must not be negative, got %v", c.MaxBackoff)
 	}
 	for name, q := range c.Capacity {
 		if q.Sign() < 0 {

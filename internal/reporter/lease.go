@@ -15,7 +15,7 @@ import (
 )
 
 // leaseFirstBackoff is the wait after the first failed round of lease
-// renewal; it doubles after each failed round up to maxBackoff.
+// renewal; it doubles after each failed round up to the MaxBackoff.
 const leaseFirstBackoff = 200 * time.Millisecond
 
 // renewLeaseUntilDone renews the Lease, retrying failed rounds with backoff
@@ -32,7 +32,7 @@ func (r *Reporter) renewLeaseUntilDone(ctx context.Context) {
 		if !r.sleep(ctx, wait) {
 			return
 		}
-		wait = backoff(wait)
+		wait = r.backoff(wait)
 	}
 }
 

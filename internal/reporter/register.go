@@ -13,7 +13,7 @@ import (
 )
 
 // registerFirstBackoff is the wait after the first failed registration; it
-// doubles after each failure up to maxBackoff.
+// doubles after each failure up to the MaxBackoff.
 const registerFirstBackoff = 100 * time.Millisecond
 
 // register creates the Node, retrying with backoff until it exists. It says
@@ -34,7 +34,7 @@ func (r *Reporter) register(ctx context.Context) (bool, error) {
 		if !r.sleep(ctx, wait) {
 			return false, fmt.Errorf("register node %q: %w", r.cfg.NodeName, ctx.Err())
 		}
-		wait = backoff(wait)
+		wait = r.backoff(wait)
 	}
 }
 

@@ -19,9 +19,6 @@ const (
 	// maxTries is how many writes a lease renewal or a status sync makes
 	// before it gives up for the round (the kubelet's nodeStatusUpdateRetry).
 	maxTries = 5
-	// maxBackoff caps the waits between rounds of failed registrations and
-	// lease renewals.
-	maxBackoff = 7 * time.Second
 	// loopJitter is the largest share of an interval added at random to it,
 	// so that reporters started together drift apart.
 	loopJitter = 0.04
@@ -186,9 +183,9 @@ func (r *Reporter) jittered(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Float64()*r.jitter*float64(d))
 }
 
-// backoff doubles d up to maxBackoff.
-func backoff(d time.Duration) time.Duration {
-	return min(2*d, maxBackoff)
+// backoff doubles d up to the configured MaxBackoff.
+func (r *Reporter) backoff(d time.Duration) time.Duration {
+	return min(2*d, r.cfg.MaxBackoff)
 }
 
 func (r *Reporter) onRepeatedFailure() {

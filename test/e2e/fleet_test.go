@@ -15,18 +15,23 @@ import (
 )
 
 // startFleet runs a fleet with timings to match the suite's grace period:
-// Leases of 2s renewed every 500ms, status computed every second.
-func startFleet(nodes, zones int) *fleet.Fleet {
+// Leases of 2s renewed every 500ms, status computed every second, one pod
+// per node; tune changes the options further.
+func startFleet(nodes, zones int, tune ...func(*fleet.Options)) *fleet.Fleet {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f, err := fleet.Start(ctx, cfg, fleet.Options{
+	opts := fleet.Options{
 		Nodes:                     nodes,
 		Zones:                     zones,
 		NamePrefix:                "fleet-" + rand.String(4) + "-",
 		PodsPerNode:               1,
 		LeaseDurationSeconds:      2,
 		NodeStatusUpdateFrequency: time.Second,
-	})
+	}
+	for _, t := range tune {
+		t(&opts)
+	}
+	f, err := fleet.Start(ctx, cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
 		f.Close()

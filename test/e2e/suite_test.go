@@ -42,6 +42,7 @@ var (
 	cfg     *rest.Config
 	k8s     client.Client
 	testEnv *envtest.Environment
+	certDir string
 )
 
 func TestE2E(t *testing.T) {
@@ -72,6 +73,13 @@ var _ = BeforeSuite(func() {
 	// tolerations say either way.
 	testEnv.ControlPlane.GetAPIServer().Configure().
 		Set("disable-admission-plugins", "ServiceAccount", "DefaultTolerationSeconds")
+	// The outage specs stop and start the apiserver. A certificate
+	// directory of the suite's own survives Stop, so the restarted
+	// apiserver serves with the CA that cfg already trusts; envtest's own
+	// would be deleted and made anew.
+	certDir, err = os.MkdirTemp("", "e2e-apiserver-certs-")
+	Expect(err).NotTo(HaveOccurred())
+	testEnv.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(v1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
@@ -88,6 +96,9 @@ var _ = AfterSuite(func() {
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
+	}
+	if certDir != "" {
+		Expect(os.RemoveAll(certDir)).To(Succeed())
 	}
 })
 
@@ -106,7 +117,6 @@ func startController(tune ...func(*controllers.Options)) (stop func()) {
 func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
 	o := ctrl.Options{
 		Scheme:                 scheme.Scheme,
-		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each spec starts a fresh manager in the same process.
@@ -115,8 +125,6 @@ func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options))
 	if mgrOpts != nil {
 		mgrOpts(&o)
 	}
-	mgr, err := ctrl.NewManager(cfg, o)
-	Expect(err).NotTo(HaveOccurred())
 	opts := controllers.DefaultOptions()
 	opts.NodeMonitorGracePeriod = grace
 	opts.NodeStartupGracePeriod = startupGrace
@@ -127,7 +135,8 @@ func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options))
 	for _, t := range tune {
 		t(&opts)
 	}
-	Expect(controllers.SetupWithManager(mgr, opts)).To(Succeed())
+	mgr, err := controllers.NewManager(cfg, o, opts)
+	Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

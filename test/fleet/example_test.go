@@ -45,22 +45,18 @@ func TestNodeLifecycleInEnvtest(t *testing.T) {
 	// The node lifecycle controllers, with seconds where a cluster has
 	// minutes. In a suite of your own, add them to the manager that runs
 	// your controllers.
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatalf("create manager: %v", err)
-	}
 	opts := controllers.DefaultOptions()
 	opts.NodeMonitorGracePeriod = 2 * time.Second
 	opts.NodeStartupGracePeriod = 3 * time.Second
 	opts.NodeMonitorPeriod = time.Second
 	opts.PodEvictionTimeout = 5 * time.Second
 	opts.NodeEvictionRate = 10
-	if err := controllers.SetupWithManager(mgr, opts); err != nil {
-		t.Fatalf("set up controllers: %v", err)
+	mgr, err := controllers.NewManager(cfg, ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	}, opts)
+	if err != nil {
+		t.Fatalf("create manager with the controllers: %v", err)
 	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	mgrDone := make(chan error, 1)

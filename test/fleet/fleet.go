@@ -44,6 +44,9 @@ type Options struct {
 	RenewIntervalFraction     float64
 	NodeStatusUpdateFrequency time.Duration
 	NodeStatusReportFrequency time.Duration
+	// MaxBackoff caps the reporters' waits between failed lease renewals;
+	// zero takes the kubelet's 7s. Shorten it with the lease duration.
+	MaxBackoff time.Duration
 
 	// Clock times the reporters; nil means the real clock.
 	Clock clock.WithTicker
@@ -130,6 +133,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 			NodeStatusUpdateFrequency: opts.NodeStatusUpdateFrequency,
 			NodeStatusReportFrequency: opts.NodeStatusReportFrequency,
 			StartOffset:               renewEvery * time.Duration(i) / time.Duration(opts.Nodes),
+			MaxBackoff:                opts.MaxBackoff,
 			OnRepeatedFailure:         closeIdle,
 		})
 		if err != nil {

@@ -1,0 +1,129 @@
+// Package sight records when the controller could not reach the apiserver.
+//
+// A node whose heartbeats the controller cannot see is not necessarily
+// silent: while the apiserver is down, or the controller is cut off from it,
+// every node looks dead, and the kubelets cannot write their heartbeats
+// either. A Monitor wraps the controller's HTTP transport, notices the first
+// request that fails for want of an apiserver and the first that succeeds
+// after it, and reports that span as an Outage, so that the time spent blind
+// is not counted against any node.
+package sight
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Outage is a span of time during which the controller could not reach the
+// apiserver: From is when the first failed request was sent, To when the
+// first request after it succeeded.
+type Outage struct {
+	From, To time.Time
+}
+
+// Duration is how long the outage lasted.
+func (o Outage) Duration() time.Duration { return o.To.Sub(o.From) }
+
+// Monitor watches the requests of one client configuration. It is safe for
+// concurrent use.
+type Monitor struct {
+	clock clock.PassiveClock
+
+	mu        sync.Mutex
+	blind     bool
+	since     time.Time
+	listeners []func(Outage)
+}
+
+// New returns a Monitor that times outages on clk.
+func New(clk clock.PassiveClock) *Monitor {
+	return &Monitor{clock: clk}
+}
+
+// OnRegained registers f to be called at the end of each outage, with the
+// outage, before the response that ended it is handed to its caller: by the
+// time any code reads from the apiserver again, f has run.
+func (m *Monitor) OnRegained(f func(Outage)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.listeners = append(m.listeners, f)
+}
+
+// Blind reports whether the last request the Monitor saw end had failed for
+// want of an apiserver, and since when.
+func (m *Monitor) Blind() (bool, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.blind, m.since
+}
+
+// Wrap returns rt with the Monitor watching it; it fits
+// rest.Config.Wrap.
+func (m *Monitor) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return &transport{next: rt, monitor: m}
+}
+
+type transport struct {
+	next    http.RoundTripper
+	monitor *Monitor
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	sent := t.monitor.clock.Now()
+	resp, err := t.next.RoundTrip(req)
+	switch {
+	case unreachable(req.Context(), resp, err):
+		t.monitor.lost(sent)
+	case err == nil:
+		t.monitor.reached(sent)
+	}
+	return resp, err
+}
+
+// unreachable tells whether a request's outcome shows the apiserver out of
+// reach: the connection failed, or a proxy or the apiserver itself answered
+// that it cannot serve. A request that timed out counts; one its caller
+// cancelled tells nothing.
+func unreachable(ctx context.Context, resp *http.Response, err error) bool {
+	if err != nil {
+		return !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, context.Canceled)
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// lost records a request sent at sent that found no apiserver.
+func (m *Monitor) lost(sent time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.blind || sent.Before(m.since) {
+		m.since = sent
+	}
+	m.blind = true
+}
+
+// reached records a request sent at sent that the apiserver answered, and
+// ends the outage if there was one. An answer to a request sent before the
+// outage began proves nothing of the apiserver now.
+func (m *Monitor) reached(sent time.Time) {
+	m.mu.Lock()
+	if !m.blind || sent.Before(m.since) {
+		m.mu.Unlock()
+		return
+	}
+	outage := Outage{From: m.since, To: m.clock.Now()}
+	m.blind = false
+	listeners := m.listeners
+	m.mu.Unlock()
+	for _, f := range listeners {
+		f(outage)
+	}
+}

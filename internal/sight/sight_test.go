@@ -1,0 +1,156 @@
+package sight
+
+import (
+	"context"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// step is what the next request meets: an error, or a response code.
+type step struct {
+	err  error
+	code int
+	// advance moves the clock while the request is in flight.
+	advance time.Duration
+}
+
+type scripted struct {
+	clock *clocktesting.FakeClock
+	steps []step
+}
+
+func (s *scripted) RoundTrip(*http.Request) (*http.Response, error) {
+	st := s.steps[0]
+	s.steps = s.steps[1:]
+	s.clock.Step(st.advance)
+	if st.err != nil {
+		return nil, st.err
+	}
+	return &http.Response{StatusCode: st.code, Body: http.NoBody}, nil
+}
+
+func TestMonitorReportsOutages(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := &netError{syscall.ECONNREFUSED}
+	cases := []struct {
+		name  string
+		steps []step
+		// gap is the clock step between requests.
+		gap  time.Duration
+		want []Outage
+	}{{
+		name:  "answers only",
+		steps: []step{{code: 200}, {code: 404}, {code: 409}, {code: 500}},
+		gap:   time.Second,
+	}, {
+		name:  "refused connections, then an answer",
+		steps: []step{{code: 200}, {err: refused}, {err: refused}, {code: 200}},
+		gap:   time.Second,
+		want:  []Outage{{From: t0.Add(time.Second), To: t0.Add(3 * time.Second)}},
+	}, {
+		name:  "an apiserver that cannot serve",
+		steps: []step{{code: http.StatusServiceUnavailable}, {code: http.StatusGatewayTimeout}, {code: 201}},
+		gap:   time.Second,
+		want:  []Outage{{From: t0, To: t0.Add(2 * time.Second)}},
+	}, {
+		name:  "a timeout counts from when the request was sent",
+		steps: []step{{err: context.DeadlineExceeded, advance: 30 * time.Second}, {code: 200}},
+		gap:   time.Second,
+		want:  []Outage{{From: t0, To: t0.Add(31 * time.Second)}},
+	}, {
+		name:  "a cancelled request tells nothing",
+		steps: []step{{err: context.Canceled}, {code: 200}},
+		gap:   time.Second,
+	}, {
+		name:  "two outages",
+		steps: []step{{err: refused}, {code: 200}, {err: refused}, {code: 200}},
+		gap:   time.Second,
+		want: []Outage{
+			{From: t0, To: t0.Add(time.Second)},
+			{From: t0.Add(2 * time.Second), To: t0.Add(3 * time.Second)},
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			m := New(clk)
+			var got []Outage
+			m.OnRegained(func(o Outage) { got = append(got, o) })
+			rt := m.Wrap(&scripted{clock: clk, steps: tc.steps})
+			for range tc.steps {
+				req, _ := http.NewRequest(http.MethodGet, "https://apiserver/api", nil)
+				resp, err := rt.RoundTrip(req)
+				if err == nil {
+					_ = resp.Body.Close()
+				}
+				clk.Step(tc.gap)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("outages = %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if !got[i].From.Equal(tc.want[i].From) || !got[i].To.Equal(tc.want[i].To) {
+					t.Errorf("outage %d = %v, want %v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestAnswerSentBeforeTheOutageDoesNotEndIt: a request in flight when the
+// apiserver went away may still come back answered; that says nothing of
+// the apiserver now.
+func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	m := New(clk)
+	regained := 0
+	m.OnRegained(func(Outage) { regained++ })
+	slow, started := make(chan struct{}), make(chan struct{})
+	inner := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Path == "/slow" {
+			close(started)
+			<-slow
+			return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+		}
+		return nil, &netError{syscall.ECONNREFUSED}
+	})
+	rt := m.Wrap(inner)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequest(http.MethodGet, "https://apiserver/slow", nil)
+		if resp, err := rt.RoundTrip(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	// The slow request is sent at t0, the failing one a second later.
+	<-started
+	clk.Step(time.Second)
+	req, _ := http.NewRequest(http.MethodGet, "https://apiserver/fast", nil)
+	if _, err := rt.RoundTrip(req); err == nil {
+		t.Fatal("want the scripted error")
+	}
+	close(slow)
+	<-done
+	if blind, since := m.Blind(); !blind || !since.Equal(t0.Add(time.Second)) {
+		t.Errorf("Blind() = %v, %v; want true since %v", blind, since, t0.Add(time.Second))
+	}
+	if regained != 0 {
+		t.Errorf("outage ended by an answer to a request sent before it")
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// netError is a connection error as the dialer returns it.
+type netError struct{ errno syscall.Errno }
+
+func (e *netError) Error() string { return "dial tcp 127.0.0.1:6443: " + e.errno.Error() }
+func (e *netError) Unwrap() error { return e.errno }
