@@ -63,6 +63,9 @@ type Reconciler struct {
 	// untimed remembers when a NoExecute taint without timeAdded was first
 	// seen, so that its deadline does not move on every look.
 	untimed sync.Map // untimedKey -> time.Time
+	// deleted holds the pods deleted but not yet shown deleting by the
+	// cache.
+	deleted deletions
 }
 
 type untimedKey struct{ node, taint string }
@@ -87,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
+	r.deleted.prune(now)
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
@@ -98,6 +102,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.DeletionTimestamp != nil {
+			r.deleted.seen(pod.UID)
+			continue
+		}
+		if r.deleted.pending(pod.UID) {
 			continue
 		}
 		d := eviction.Deadline(pod, noExecute, timeout, now)
@@ -224,6 +232,7 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		}
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	r.deleted.done(pod.UID, r.Clock.Now())
 	delay := r.Clock.Since(d.At)
 	podDeletions.Inc()
 	evictionDelay.Observe(delay.Seconds())
