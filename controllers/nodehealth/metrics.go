@@ -15,6 +15,11 @@ var (
 		Help: "Number of nodes in each health state (Healthy, NotReady, NeverReported, Unreachable).",
 	}, []string{"state"})
 
+	transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "node_lifecycle_node_transitions_total",
+		Help: "Changes of a judged node's health state, by the state left and the state entered; a node that flaps shows here.",
+	}, []string{"from", "to"})
+
 	markDelay = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "node_lifecycle_mark_delay_seconds",
 		Help: "Delay between a node's grace deadline and the moment it was marked Unknown.",
@@ -67,7 +72,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(nodesByState, markDelay, outagesExcused, updateNodeHealthDuration,
+	metrics.Registry.MustRegister(nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
 		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze)
 }
 
@@ -118,5 +123,8 @@ func moveState(from, to health.State) {
 	}
 	if to != health.StateUnjudged {
 		nodesByState.WithLabelValues(to.String()).Inc()
+	}
+	if from != health.StateUnjudged && to != health.StateUnjudged {
+		transitions.WithLabelValues(from.String(), to.String()).Inc()
 	}
 }
