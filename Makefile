@@ -63,6 +63,10 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize).
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
 
+.PHONY: test-faults
+test-faults: envtest-assets ## Run only the fault suite (apiserver crash, controller crashes, lagging watch, partition, flapping, clock skew, policy churn, malformed objects); make test runs it too.
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
+
 FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz: ## Run each fuzz test for FUZZTIME (30s); make test runs their checked-in seed corpora in testdata/fuzz.

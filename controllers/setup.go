@@ -132,6 +132,18 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts Options) (ctrl.Mana
 	if err := SetupWithManager(mgr, opts); err != nil {
 		return nil, err
 	}
+	// A hung apiserver fails no request of the controllers; the probe's,
+	// given up after a monitor period, notices it.
+	server, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver URL: %w", err)
+	}
+	readyz := server.JoinPath("readyz").String()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return opts.Sight.Probe(ctx, mgr.GetHTTPClient(), readyz, clk, opts.NodeMonitorPeriod)
+	})); err != nil {
+		return nil, fmt.Errorf("add apiserver probe: %w", err)
+	}
 	return mgr, nil
 }
 
@@ -181,6 +193,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		r.Policies = source
 	}
 	if opts.Sight != nil {
+		r.Sight = opts.Sight
 		log := mgr.GetLogger().WithName(nodehealth.ControllerName)
 		opts.Sight.OnRegained(func(o sight.Outage) { r.ExcuseOutage(ctrl.LoggerInto(context.Background(), log), o) })
 	}

@@ -2,6 +2,7 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,6 +25,14 @@ import (
 
 // LeaseNamespace is where kubelets keep their node Leases.
 const LeaseNamespace = corev1.NamespaceNodeLease
+
+// errBlind stops a mark while the apiserver is out of the controller's
+// reach.
+var errBlind = errors.New("apiserver out of reach")
+
+// blindRetryDelay is how soon a node whose mark waited for the apiserver is
+// looked at again.
+const blindRetryDelay = 100 * time.Millisecond
 
 // conflictRetryDelay is how soon a node is looked at again after a write lost
 // a race with another writer, most often the kubelet posting a heartbeat.
@@ -61,6 +70,10 @@ type Reconciler struct {
 	// Guard decides when NoExecute taints may be added and whether
 	// destructive work is allowed at all.
 	Guard *disruption.Guard
+	// Sight, when set, tells whether the apiserver is out of the
+	// controller's reach: no node is marked until it answers again, even
+	// from an answer to a request sent before it went away.
+	Sight interface{ Blind() (bool, time.Time) }
 
 	kicker *kicker
 
@@ -199,11 +212,22 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	if err != nil {
 		return nil, v, fmt.Errorf("read lease live: %w", err)
 	}
+	// What the reads show is as of now, not as of the reconcile's start:
+	// a read held up by a hung apiserver returns long after it was sent.
+	now = r.Clock.Now()
 	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
 	if obs.Renewed {
 		log.V(1).Info("Live read found a heartbeat the cache had not shown; not marking",
 			"deadline", v.Deadline)
 		return node, health.Judge(node, obs.LastHeartbeat, grace, now), nil
+	}
+	if r.Sight != nil {
+		if blind, since := r.Sight.Blind(); blind {
+			// The live read was sent before an outage and answered after
+			// it, before any request sent since: its kubelets have had
+			// no chance to write yet.
+			return nil, v, fmt.Errorf("node %q: %w since %v", node.Name, errBlind, since)
+		}
 	}
 	if again := health.Judge(node, obs.LastHeartbeat, grace, now); !again.Expired {
 		// An apiserver outage ended while the node was read, and was
@@ -258,6 +282,9 @@ func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.R
 	case apierrors.IsNotFound(err):
 		r.forget(ctx, name)
 		return ctrl.Result{}, nil
+	case errors.Is(err, errBlind):
+		ctrl.LoggerFrom(ctx).V(1).Info("Not marking while the apiserver is out of reach", "error", err.Error())
+		return ctrl.Result{RequeueAfter: blindRetryDelay}, nil
 	case apierrors.IsConflict(err):
 		ctrl.LoggerFrom(ctx).V(2).Info("Node changed while being written; looking again", "error", err.Error())
 		return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil

@@ -12,6 +12,7 @@ package sight
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -62,6 +63,51 @@ func (m *Monitor) Blind() (bool, time.Time) {
 	return m.blind, m.since
 }
 
+// Probe asks the apiserver at url whether it is ready, every period until ctx
+// ends, with a client whose transport the Monitor wraps. An apiserver that
+// hangs fails no request: each waits until it comes back, and then succeeds.
+// The probe's own request, given up after a period, starts the outage at
+// most a period late; an answer other than 200 counts as no answer.
+func (m *Monitor) Probe(ctx context.Context, c *http.Client, url string, ticker clock.WithTicker, period time.Duration) error {
+	t := ticker.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			m.probe(ctx, c, url, period)
+		}
+	}
+}
+
+func (m *Monitor) probe(ctx context.Context, c *http.Client, url string, timeout time.Duration) {
+	sent := m.clock.Now()
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, probeKey{}, true), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			m.lost(sent)
+		}
+		return
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		m.lost(sent)
+		return
+	}
+	m.reached(sent)
+}
+
+// probeKey marks the probe's requests, which the probe itself judges.
+type probeKey struct{}
+
 // Wrap returns rt with the Monitor watching it; it fits
 // rest.Config.Wrap.
 func (m *Monitor) Wrap(rt http.RoundTripper) http.RoundTripper {
@@ -74,6 +120,9 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Context().Value(probeKey{}) != nil {
+		return t.next.RoundTrip(req)
+	}
 	sent := t.monitor.clock.Now()
 	resp, err := t.next.RoundTrip(req)
 	switch {

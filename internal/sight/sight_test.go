@@ -3,10 +3,13 @@ package sight
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -154,3 +157,53 @@ type netError struct{ errno syscall.Errno }
 
 func (e *netError) Error() string { return "dial tcp 127.0.0.1:6443: " + e.errno.Error() }
 func (e *netError) Unwrap() error { return e.errno }
+
+// TestProbeNoticesAHungApiserver: a server that answers nothing fails no
+// request until it comes back; the probe's own request, given up, starts
+// the outage, and the first answer after it ends it.
+func TestProbeNoticesAHungApiserver(t *testing.T) {
+	var state atomic.Int32 // 0 ready, 1 not ready, 2 hung
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch state.Load() {
+		case 1:
+			w.WriteHeader(http.StatusInternalServerError)
+		case 2:
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	m := New(clock.RealClock{})
+	var outages []Outage
+	m.OnRegained(func(o Outage) { outages = append(outages, o) })
+	c := &http.Client{Transport: m.Wrap(http.DefaultTransport)}
+	const timeout = 50 * time.Millisecond
+
+	m.probe(t.Context(), c, srv.URL, timeout)
+	if blind, _ := m.Blind(); blind {
+		t.Fatal("blind after a ready answer")
+	}
+	state.Store(2)
+	m.probe(t.Context(), c, srv.URL, timeout)
+	if blind, _ := m.Blind(); !blind {
+		t.Fatal("not blind after a probe that got no answer")
+	}
+	state.Store(1)
+	m.probe(t.Context(), c, srv.URL, timeout)
+	if blind, _ := m.Blind(); !blind || len(outages) != 0 {
+		t.Fatalf("an apiserver that is not ready ended the outage: %v", outages)
+	}
+	state.Store(0)
+	m.probe(t.Context(), c, srv.URL, timeout)
+	if blind, _ := m.Blind(); blind || len(outages) != 1 {
+		t.Fatalf("a ready answer did not end the outage: blind %v, outages %v", blind, outages)
+	}
+	if d := outages[0].Duration(); d < timeout {
+		t.Errorf("outage of %v, shorter than the probe that noticed it", d)
+	}
+}

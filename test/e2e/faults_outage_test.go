@@ -15,61 +15,104 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
 )
 
+// apiServerOutage is a way for the suite's apiserver to be out of reach for
+// a while: start takes it away, end brings it back.
+type apiServerOutage struct {
+	what       string
+	start, end func()
+}
+
+var (
+	apiServerCrash = apiServerOutage{"crashing, etcd kept, and started again",
+		crashAPIServer,
+		func() { Expect(testEnv.ControlPlane.APIServer.Start()).To(Succeed()) }}
+	// A stopped process keeps its connections and its port: requests hang
+	// rather than fail, until it goes on.
+	apiServerHang = apiServerOutage{"hanging, requests held rather than refused, and going on",
+		func() { Expect(syscall.Kill(apiServerPID(), syscall.SIGSTOP)).To(Succeed()) },
+		func() { Expect(syscall.Kill(apiServerPID(), syscall.SIGCONT)).To(Succeed()) }}
+)
+
 var _ = Describe("Apiserver outage", Label("faults"), func() {
-	It("marks no node and evicts no pod for an outage longer than the grace period, and still evicts from a node dead before it", func() {
-		// The fault: the apiserver is down, etcd still up, for well over a
-		// grace period.
-		const outage = 5 * time.Second
-		Expect(outage).To(BeNumerically(">", 2*grace))
+	DescribeTable("marks no node and evicts no pod for an outage longer than the grace period, and still evicts from a node dead before it",
+		func(o apiServerOutage) {
+			// The fault: the apiserver out of reach for well over a grace
+			// period.
+			const outage = 5 * time.Second
+			Expect(outage).To(BeNumerically(">", 2*grace))
 
-		startController()
-		// The reporters retry a failed renewal at most 300ms apart, as a
-		// kubelet's 7s is to a 50s grace.
-		f := startFleet(6, 3, func(o *fleet.Options) { o.MaxBackoff = 300 * time.Millisecond })
-		Eventually(nodesReadyAndUntainted(f.Nodes()...)).Should(Succeed())
+			startController()
+			// The reporters retry a failed renewal at most 300ms apart, as
+			// a kubelet's 7s is to a 50s grace.
+			f := startFleet(6, 3, func(o *fleet.Options) { o.MaxBackoff = 300 * time.Millisecond })
+			Eventually(nodesReadyAndUntainted(f.Nodes()...)).Should(Succeed())
 
-		By("one node dying before the outage, and being marked and tainted")
-		dead, live := f.Nodes()[0], f.Nodes()[1:]
-		f.Stop(dead)
-		Eventually(readyStatus(dead)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
-		Eventually(func() bool { return hasNoExecuteTaint(dead) }).Should(BeTrue())
-		livePods := podsOn(live...)()
-		Expect(livePods).To(HaveLen(len(live)))
-		marksBefore := markDelays()
-		outagesBefore := histogram("node_lifecycle_apiserver_outage_seconds")
+			By("one node dying before the outage, and being marked and tainted")
+			dead, live := f.Nodes()[0], f.Nodes()[1:]
+			f.Stop(dead)
+			Eventually(readyStatus(dead)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
+			Eventually(func() bool { return hasNoExecuteTaint(dead) }).Should(BeTrue())
+			livePods := podsOn(live...)()
+			Expect(livePods).To(HaveLen(len(live)))
+			marksBefore := markDelays()
+			outagesBefore := histogram("node_lifecycle_apiserver_outage_seconds")
 
-		By("the apiserver crashing and staying down for " + outage.String())
-		crashAPIServer()
-		Consistently(func() error {
-			return k8s.Get(context.Background(), client.ObjectKey{Name: dead}, &corev1.Node{})
-		}).WithTimeout(outage).WithPolling(200*time.Millisecond).ShouldNot(Succeed(), "the apiserver answered during the outage")
-		Expect(testEnv.ControlPlane.APIServer.Start()).To(Succeed())
-		restarted := time.Now()
+			By("the apiserver " + o.what + ", out of reach for " + outage.String())
+			o.start()
+			ended := false
+			DeferCleanup(func() {
+				if !ended {
+					o.end()
+				}
+			})
+			Consistently(apiServerAnswers).WithTimeout(outage).WithPolling(200*time.Millisecond).
+				ShouldNot(Succeed(), "the apiserver answered during the outage")
+			o.end()
+			ended = true
+			back := time.Now()
 
-		By("no live node marked, tainted or losing its pod for two grace periods after")
-		Consistently(func(g Gomega) {
-			nodesReadyAndUntainted(live...)(g)
-			g.Expect(podsOn(live...)()).To(ConsistOf(livePods))
-		}).WithTimeout(2*grace + monitorPeriod).Should(Succeed())
-		Expect(markDelays().GetSampleCount()).To(Equal(marksBefore.GetSampleCount()), "a node was marked after the outage")
-		Expect(histogram("node_lifecycle_apiserver_outage_seconds").GetSampleCount()).
-			To(BeNumerically(">", outagesBefore.GetSampleCount()), "the outage was not seen")
+			By("no live node marked, tainted or losing its pod for two grace periods after")
+			Consistently(func(g Gomega) {
+				nodesReadyAndUntainted(live...)(g)
+				g.Expect(podsOn(live...)()).To(ConsistOf(livePods))
+			}).WithTimeout(2*grace + monitorPeriod).Should(Succeed())
+			Expect(markDelays().GetSampleCount()).To(Equal(marksBefore.GetSampleCount()), "a node was marked after the outage")
+			Expect(histogram("node_lifecycle_apiserver_outage_seconds").GetSampleCount()).
+				To(BeNumerically(">", outagesBefore.GetSampleCount()), "the outage was not seen")
 
-		By("the pod of the node dead before the outage being evicted all the same")
-		// Not at once: the outage set off the partition freeze, and the
-		// freeze lasts until heartbeats are seen again. The live reads
-		// before each mark see them at once; the watches see them only
-		// when client-go's reflectors, backing off since their relists
-		// failed, next try (up to 30s apart).
-		Eventually(podsOn(dead)).WithTimeout(time.Minute).Should(BeEmpty())
-		GinkgoWriter.Printf("pod of the dead node evicted %v after the apiserver came back\n", time.Since(restarted).Round(time.Second))
-	})
+			By("the pod of the node dead before the outage being evicted all the same")
+			// Not at once: the outage set off the partition freeze, and
+			// the freeze lasts until heartbeats are seen again. The live
+			// reads before each mark see them at once; the watches see
+			// them only when client-go's reflectors, backing off since
+			// their relists failed, next try (up to 30s apart).
+			Eventually(podsOn(dead)).WithTimeout(time.Minute).Should(BeEmpty())
+			GinkgoWriter.Printf("pod of the dead node evicted %v after the apiserver came back\n", time.Since(back).Round(time.Second))
+		},
+		Entry("crash", apiServerCrash),
+		Entry("hang", apiServerHang),
+	)
 })
+
+// apiServerAnswers asks the apiserver for its version, giving up after a
+// moment, as a hung apiserver would keep an ordinary request forever.
+func apiServerAnswers() error {
+	quick := rest.CopyConfig(cfg)
+	quick.Timeout = 100 * time.Millisecond
+	cs, err := kubernetes.NewForConfig(quick)
+	if err != nil {
+		return err
+	}
+	_, err = cs.Discovery().ServerVersion()
+	return err
+}
 
 // nodesReadyAndUntainted checks that every named node is Ready with no
 // taints at all.
