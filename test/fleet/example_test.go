@@ -43,8 +43,8 @@ func TestNodeLifecycleInEnvtest(t *testing.T) {
 	})
 
 	// The node lifecycle controllers, with seconds where a cluster has
-	// minutes. In a suite of your own, add them to the manager that runs
-	// your controllers.
+	// minutes. In a suite of your own, add your controllers to this
+	// manager.
 	opts := controllers.DefaultOptions()
 	opts.NodeMonitorGracePeriod = 2 * time.Second
 	opts.NodeStartupGracePeriod = 3 * time.Second
