@@ -74,9 +74,26 @@ fuzz: ## Run each fuzz test for FUZZTIME (30s); make test runs their checked-in 
 	go test ./internal/eviction -run '^$$' -fuzz '^FuzzDeadline$$' -fuzztime $(FUZZTIME)
 	go test ./internal/options -run '^$$' -fuzz '^FuzzParseAndValidate$$' -fuzztime $(FUZZTIME)
 
+# The side-by-side benchmark: how many simulated nodes, where its results go,
+# and more of its flags (--steady, --only, --profile, --pods-per-node).
+BENCH_NODES ?= 1000
+BENCH_OUT ?= bin/bench
+BENCH_ARGS ?=
+BENCH_GO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -run='^$$' -bench=. -benchmem ./...
+BENCH_UPSTREAM = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go run ./test/bench --nodes=$(BENCH_NODES) --out=$(BENCH_OUT) $(BENCH_ARGS)
+
 .PHONY: bench
-bench: envtest-assets ## Run every benchmark, without the tests, against the control plane in bin/ (the heartbeat cost per node-hour among them).
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -run='^$$' -bench=. -benchmem ./...
+bench: envtest-assets build ## Run the Go benchmarks (bench-go), then the side-by-side benchmark against upstream (bench-upstream), one after the other.
+	$(BENCH_GO)
+	$(BENCH_UPSTREAM)
+
+.PHONY: bench-go
+bench-go: envtest-assets ## Run every Go benchmark, without the tests, against the control plane in bin/ (the heartbeat cost per node-hour among them).
+	$(BENCH_GO)
+
+.PHONY: bench-upstream
+bench-upstream: envtest-assets build ## Run upstream kube-controller-manager's node lifecycle controllers, then ours, with the same flags on one local control plane and a BENCH_NODES (1000) fleet; table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
+	$(BENCH_UPSTREAM)
 
 .PHONY: demo
 demo: envtest-assets build ## Run the showcase: a local control plane, the controller and a 60-node fleet through node, zone and total failures, drawn live; logs and timeline in bin/demo/. More flags in ARGS (--nodes, --zones).

@@ -129,6 +129,7 @@ func managerOptions(opts options.Options) ctrl.Options {
 	return ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
+		PprofBindAddress:        opts.PprofBindAddress,
 		LeaderElection:          opts.LeaderElect,
 		LeaderElectionID:        opts.LeaderElectID,
 		LeaderElectionNamespace: leaderElectionNamespace(opts.LeaderElectNamespace),

@@ -31,3 +31,26 @@ func BenchmarkHeartbeat(b *testing.B) {
 		_ = Judge(node, obs.LastHeartbeat, grace, now)
 	}
 }
+
+// BenchmarkJudge is the verdict alone, which the controller gives every node
+// at each of its heartbeats and at each resync: for a node within its grace,
+// one past its deadline, and one that never posted a Ready condition.
+func BenchmarkJudge(b *testing.B) {
+	cases := []struct {
+		name string
+		node *corev1.Node
+		now  time.Time
+	}{
+		{"healthy", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0.Add(10 * time.Second)},
+		{"expired", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0.Add(time.Minute)},
+		{"never reported", nodeWithReady("", ""), t0.Add(30 * time.Second)},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Judge(c.node, t0, grace, c.now)
+			}
+		})
+	}
+}

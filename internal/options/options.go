@@ -108,6 +108,10 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles at /debug/pprof/; empty or "0"
+	// disables it. Off by default: profiles show the controller's internals
+	// to anyone who can reach the address.
+	PprofBindAddress string
 }
 
 // Default returns the options with every value at its default.
@@ -191,6 +195,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address that serves /healthz and /readyz; "0" disables it.`)
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
+		`Address that serves Go's profiles at /debug/pprof/ (such as 127.0.0.1:8082); empty or "0" disables it.`)
 }
 
 // FreezeCooldown returns the partition freeze cooldown, with 0 resolved to

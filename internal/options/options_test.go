@@ -28,16 +28,31 @@ func TestFlagsParseOntoDefaults(t *testing.T) {
 		"--node-startup-grace-period=2m",
 		"--node-eviction-rate=0.5",
 		"--leader-elect=false",
+		"--pprof-bind-address=127.0.0.1:8082",
 	})
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
 	if o.NodeMonitorGracePeriod != 40*time.Second || o.NodeStartupGracePeriod != 2*time.Minute ||
-		o.NodeEvictionRate != 0.5 || o.LeaderElect {
+		o.NodeEvictionRate != 0.5 || o.LeaderElect || o.PprofBindAddress != "127.0.0.1:8082" {
 		t.Errorf("flags not applied: %+v", o)
 	}
 	if o.NodeMonitorPeriod != DefaultNodeMonitorPeriod || o.PodEvictionTimeout != DefaultPodEvictionTimeout {
 		t.Errorf("untouched flags lost their defaults: %+v", o)
+	}
+}
+
+// TestPprofIsOffByDefault keeps the profiles, which show the controller's
+// internals, unserved unless asked for.
+func TestPprofIsOffByDefault(t *testing.T) {
+	o := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.PprofBindAddress != "" {
+		t.Errorf("pprof served by default at %q", o.PprofBindAddress)
 	}
 }
 

@@ -12,22 +12,17 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // The demo's timings: seconds where a real cluster has minutes.
@@ -50,24 +45,7 @@ type config struct {
 	controller   string
 }
 
-func main() {
-	code := 0
-	func() {
-		// A panic still unwinds through run's deferred cleanup, which stops
-		// the control plane, before it is reported here.
-		defer func() {
-			if r := recover(); r != nil {
-				fmt.Fprintf(os.Stderr, "demo: panic: %v\n", r)
-				code = 2
-			}
-		}()
-		if err := run(); err != nil {
-			fmt.Fprintf(os.Stderr, "demo: %v\n", err)
-			code = 1
-		}
-	}()
-	os.Exit(code)
-}
+func main() { harness.Main("demo", run) }
 
 func parseFlags() (config, error) {
 	var c config
@@ -85,24 +63,13 @@ func parseFlags() (config, error) {
 	return c, nil
 }
 
-func run() error {
-	// Until the end, Ctrl-C and SIGTERM cancel ctx instead of killing the
-	// process, so that the deferred cleanup below always runs.
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
+func run(ctx context.Context) error {
 
 	c, err := parseFlags()
 	if err != nil {
 		return err
 	}
-	assets, err := assetsDir()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(c.outDir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", c.outDir, err)
-	}
-	closeFleetLog, err := logTo(filepath.Join(c.outDir, "fleet.log"))
+	assets, closeFleetLog, err := harness.Prepare("make demo", c.outDir)
 	if err != nil {
 		return err
 	}
@@ -115,25 +82,12 @@ func run() error {
 	defer func() { _ = controllerLog.Close() }()
 
 	fmt.Printf("Starting a local control plane from %s ...\n", assets)
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		// The controller serves NodeHealthPolicies when their CRD is there.
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	// There is no kube-controller-manager to create service accounts.
-	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
-	cfg, err := env.Start()
+	env := harness.NewEnvironment(assets)
+	cfg, err := harness.StartControlPlane(env)
 	if err != nil {
-		_ = env.Stop() // whatever did start
-		return fmt.Errorf("start control plane: %w", err)
+		return err
 	}
-	defer func() {
-		fmt.Println("Stopping the control plane ...")
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "demo: stop control plane: %v\n", err)
-		}
-	}()
+	defer harness.StopControlPlane(env, "demo")
 
 	ctl, err := startController(ctx, env, c.controller, c.outDir, controllerLog)
 	if err != nil {
@@ -192,33 +146,6 @@ func run() error {
 		fmt.Printf("Timeline written to %s\n", path)
 	}
 	return playErr
-}
-
-// assetsDir finds kube-apiserver and etcd through $KUBEBUILDER_ASSETS.
-func assetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		return "", errors.New("KUBEBUILDER_ASSETS is not set: run `make demo`, which builds kube-apiserver and etcd into bin/ and sets it")
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s (run `make envtest-assets`): %w", dir, bin, err)
-		}
-	}
-	return dir, nil
-}
-
-// logTo sends the logs of the demo's own clients (the fleet's reporters and
-// client-go) to a file, so that the terminal shows only the demo.
-func logTo(path string) (closeFn func(), err error) {
-	file, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	logger := zap.New(zap.WriteTo(file))
-	ctrl.SetLogger(logger)
-	klog.SetLogger(logger)
-	return func() { _ = file.Close() }, nil
 }
 
 // isTerminal says whether f is a character device, where the live view can

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package main
+package harness
 
 import "os/exec"
 
 // setParentDeathSignal does nothing where the kernel has no parent death
-// signal; the demo stops the controller itself on every way out it controls.
+// signal; callers stop their children on every way out they control.
 func setParentDeathSignal(*exec.Cmd) {}

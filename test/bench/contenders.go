@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
+)
+
+// The timings both controllers run with: kube-controller-manager's defaults,
+// passed explicitly to both so that neither depends on the other's.
+const (
+	monitorGrace  = 50 * time.Second
+	monitorPeriod = 5 * time.Second
+	startupGrace  = time.Minute
+	evictionRate  = 0.1 // NoExecute taints per second and zone
+)
+
+// sharedFlags are the flags both controllers get, word for word.
+func sharedFlags() []string {
+	return []string{
+		"--node-monitor-grace-period=" + monitorGrace.String(),
+		"--node-monitor-period=" + monitorPeriod.String(),
+		"--node-startup-grace-period=" + startupGrace.String(),
+		"--node-eviction-rate=" + strconv.FormatFloat(evictionRate, 'f', -1, 64),
+		"--secondary-node-eviction-rate=0.01",
+		"--large-cluster-size-threshold=50",
+		"--unhealthy-zone-threshold=0.55",
+		"--kube-api-qps=20",
+		"--kube-api-burst=30",
+		"--leader-elect=false",
+	}
+}
+
+// upstreamControllers are the kube-controller-manager controllers ours
+// replaces.
+const upstreamControllers = "node-lifecycle-controller,taint-eviction-controller"
+
+// contender is one controller under test.
+type contender struct {
+	// Name is "upstream" or "ours".
+	Name string
+	// binary is its executable.
+	binary string
+	// serving returns the flags that make it serve on free local ports
+	// (readiness, and profiles when asked for), with the URLs to poll.
+	serving func(dir string, profile bool) (servingFlags, error)
+}
+
+// servingFlags are a contender's own flags and where it answers.
+type servingFlags struct {
+	args       []string
+	readyURL   string
+	profileURL string // empty when profiles are not served
+	client     *http.Client
+}
+
+// user is the contender's envtest user, by which the audit log tells its
+// requests apart.
+func (c contender) user() string { return "bench-" + c.Name }
+
+// pickContenders returns the controllers to run, upstream first.
+func pickContenders(c config) ([]contender, error) {
+	all := []contender{
+		{Name: "upstream", binary: c.upstream, serving: upstreamServing},
+		{Name: "ours", binary: c.ours, serving: oursServing},
+	}
+	var out []contender
+	for _, ct := range all {
+		if c.only != "" && c.only != ct.Name {
+			continue
+		}
+		if _, err := os.Stat(ct.binary); err != nil {
+			return nil, fmt.Errorf("%s binary (run `make envtest-assets build`): %w", ct.Name, err)
+		}
+		out = append(out, ct)
+	}
+	return out, nil
+}
+
+// upstreamServing makes kube-controller-manager serve HTTPS on a free
+// loopback port with a self-signed certificate in dir. Without an
+// authentication or authorization kubeconfig it cannot check callers, so the
+// paths the bench reads are allowed to anyone; the port is on loopback only.
+func upstreamServing(dir string, profile bool) (servingFlags, error) {
+	addr, err := harness.FreeLocalAddr()
+	if err != nil {
+		return servingFlags{}, err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return servingFlags{}, fmt.Errorf("split %s: %w", addr, err)
+	}
+	allowed := []string{"/healthz", "/readyz", "/livez", "/metrics"}
+	s := servingFlags{
+		readyURL: "https://" + addr + "/healthz",
+		// The certificate is self-signed, by a process the bench started,
+		// serving on loopback.
+		client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+		}},
+	}
+	if profile {
+		allowed = append(allowed, "/debug/pprof/*")
+		s.profileURL = "https://" + addr + "/debug/pprof/profile"
+	}
+	s.args = []string{
+		"--controllers=" + upstreamControllers,
+		"--use-service-account-credentials=false",
+		"--bind-address=" + host,
+		"--secure-port=" + port,
+		"--cert-dir=" + filepath.Join(dir, "upstream-serving"),
+		"--authentication-skip-lookup",
+		"--authorization-always-allow-paths=" + strings.Join(allowed, ","),
+		"--profiling=" + strconv.FormatBool(profile),
+	}
+	return s, nil
+}
+
+// oursServing serves our controller's probes, metrics and, when asked for,
+// profiles on free loopback ports.
+func oursServing(_ string, profile bool) (servingFlags, error) {
+	var addrs [3]string
+	for i := range addrs {
+		a, err := harness.FreeLocalAddr()
+		if err != nil {
+			return servingFlags{}, err
+		}
+		addrs[i] = a
+	}
+	s := servingFlags{
+		args: []string{
+			"--metrics-bind-address=" + addrs[0],
+			"--health-probe-bind-address=" + addrs[1],
+		},
+		readyURL: "http://" + addrs[1] + "/readyz",
+		client:   &http.Client{Timeout: 2 * time.Second},
+	}
+	if profile {
+		s.args = append(s.args, "--pprof-bind-address="+addrs[2])
+		s.profileURL = "http://" + addrs[2] + "/debug/pprof/profile"
+	}
+	return s, nil
+}
+
+// running is a contender's process, ready.
+type running struct {
+	*harness.Process
+	serving servingFlags
+}
+
+// start runs the contender with its own user's kubeconfig and returns once
+// it serves.
+func (c contender) start(ctx context.Context, env *envtest.Environment, dir string, profile bool) (*running, error) {
+	kubeconfig := filepath.Join(dir, c.Name+".kubeconfig")
+	if err := harness.WriteKubeconfig(env, c.user(), kubeconfig); err != nil {
+		return nil, err
+	}
+	s, err := c.serving(dir, profile)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append([]string{"--kubeconfig=" + kubeconfig}, sharedFlags()...), s.args...)
+	log, err := os.Create(filepath.Join(dir, c.Name+".log"))
+	if err != nil {
+		return nil, fmt.Errorf("create the log of %s: %w", c.Name, err)
+	}
+	defer func() { _ = log.Close() }() // the child holds its own descriptor
+	fmt.Printf("Starting %s: %s %s\n", c.Name, c.binary, strings.Join(args, " "))
+	proc, err := harness.StartProcess(c.binary, args, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.WaitReady(ctx, s.client, s.readyURL, 2*time.Minute); err != nil {
+		return nil, errorsJoinStop(err, proc)
+	}
+	return &running{Process: proc, serving: s}, nil
+}
+
+// errorsJoinStop stops proc after err and reports both.
+func errorsJoinStop(err error, proc *harness.Process) error {
+	if stopErr := proc.Stop(30 * time.Second); stopErr != nil {
+		return fmt.Errorf("%w (and stopping it: %w)", err, stopErr)
+	}
+	return err
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+)
+
+// profileLength is how long a CPU profile samples, at most.
+const profileLength = 30 * time.Second
+
+// bench is the running benchmark: one control plane and fleet, on which the
+// controllers take turns.
+type bench struct {
+	cfg   config
+	env   *envtest.Environment
+	fleet *fleet.Fleet
+	obs   *observer
+	// victims are the nodes stopped in every run: the same for each
+	// controller.
+	victims []string
+}
+
+// turn is what one controller's turn measured.
+type turn struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+
+	// The instants that bound the phases: started, serving, steady state,
+	// heartbeats stopped, every stopped node tainted (or given up on),
+	// resumed, every node recovered, stopped.
+	Started     time.Time `json:"started"`
+	Serving     time.Time `json:"serving"`
+	SteadyStart time.Time `json:"steadyStart"`
+	SteadyEnd   time.Time `json:"steadyEnd"`
+	Failed      time.Time `json:"failed"`
+	AllTainted  time.Time `json:"allTainted"`
+	Recovered   time.Time `json:"recovered"`
+	Ended       time.Time `json:"ended"`
+
+	// CPUSecondsPerMinute is the CPU time used in the steady state, per
+	// minute of it.
+	CPUSecondsPerMinute float64 `json:"cpuSecondsPerMinute"`
+	// CPUSecondsFailure is the CPU time used from the failure to the
+	// recovery; CPUSecondsTotal over the whole run.
+	CPUSecondsFailure float64 `json:"cpuSecondsFailure"`
+	CPUSecondsTotal   float64 `json:"cpuSecondsTotal"`
+	// PeakRSSBytes is VmHWM at the end of the run.
+	PeakRSSBytes int64 `json:"peakRSSBytes"`
+
+	// Requests counts API requests per phase: "startup" (start to steady
+	// state), "steady" and "failure" (failure to recovery).
+	Requests map[string]requestCount `json:"requests"`
+	// RequestsPerMinute is the steady state's rate.
+	RequestsPerMinute float64 `json:"requestsPerMinute"`
+
+	// Stopped has one entry per stopped node.
+	Stopped []stoppedNode `json:"stopped"`
+	// TaintTimeout is true when some stopped node was not marked and
+	// tainted in time.
+	TaintTimeout bool `json:"taintTimeout"`
+	// FalsePositives are the nodes that kept their heartbeats but were
+	// seen not Ready or with a lifecycle taint.
+	FalsePositives map[string]falsePositive `json:"falsePositives"`
+
+	// Profile and ProfileTop are the files of the CPU profile, if taken.
+	Profile    string `json:"profile,omitempty"`
+	ProfileTop string `json:"profileTop,omitempty"`
+}
+
+// stoppedNode is what happened to one node whose heartbeats were stopped.
+// The delays are in seconds after its deadline: its last heartbeat plus the
+// grace period; nil when it never happened.
+type stoppedNode struct {
+	Node          string    `json:"node"`
+	Zone          string    `json:"zone"`
+	StoppedAt     time.Time `json:"stoppedAt"`
+	LastHeartbeat time.Time `json:"lastHeartbeat"`
+	Deadline      time.Time `json:"deadline"`
+	MarkDelay     *float64  `json:"markDelaySeconds"`
+	TaintDelay    *float64  `json:"taintDelaySeconds"`
+	MarkToTaint   *float64  `json:"markToTaintSeconds"`
+}
+
+// measure gives one controller its turn: start, settle, steady state,
+// failure, recovery, stop. It returns what it measured so far even when it
+// fails.
+func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
+	r := &turn{Name: ct.Name}
+	b.obs.beginRun()
+	defer func() { r.collect(b.obs.endRun(), b.fleet) }()
+
+	fmt.Printf("\n=== %s ===\n", ct.Name)
+	r.Started = time.Now()
+	proc, err := ct.start(ctx, b.env, b.cfg.outDir, b.cfg.profile)
+	if err != nil {
+		return r, fmt.Errorf("start %s: %w", ct.Name, err)
+	}
+	r.Command = append([]string{proc.Path}, proc.Args...)
+	r.Serving = time.Now()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		r.Ended = time.Now()
+		fmt.Printf("Stopping %s ...\n", ct.Name)
+		return proc.Stop(30 * time.Second)
+	}
+	defer func() { _ = stop() }()
+
+	settle := startupGrace + monitorPeriod
+	fmt.Printf("%s serves after %s; letting it settle for %v ...\n", ct.Name, secs(r.Serving.Sub(r.Started)), settle)
+	if err := hold(ctx, proc, settle); err != nil {
+		return r, err
+	}
+	if err := r.steadyState(ctx, proc, b.cfg); err != nil {
+		return r, err
+	}
+	if err := r.failAndRecover(ctx, proc, b); err != nil {
+		return r, err
+	}
+	peak, err := peakRSS(proc.PID())
+	if err != nil {
+		return r, err
+	}
+	r.PeakRSSBytes = peak
+	total, err := cpuTime(proc.PID())
+	if err != nil {
+		return r, err
+	}
+	r.CPUSecondsTotal = total.Seconds()
+	if err := stop(); err != nil {
+		return r, err
+	}
+	if r.Profile != "" {
+		top, err := pprofTop(ctx, proc.Path, r.Profile)
+		if err != nil {
+			return r, err
+		}
+		r.ProfileTop = top
+	}
+	return r, nil
+}
+
+// steadyState measures CPU over the steady-state window, and takes a CPU
+// profile inside it when asked for.
+func (r *turn) steadyState(ctx context.Context, proc *running, c config) error {
+	fmt.Printf("Steady state for %v ...\n", c.steady)
+	before, err := cpuTime(proc.PID())
+	if err != nil {
+		return err
+	}
+	r.SteadyStart = time.Now()
+	profiled := make(chan error, 1)
+	if c.profile {
+		path := filepath.Join(c.outDir, r.Name+"-cpu.pprof")
+		go func() { profiled <- saveProfile(ctx, proc.serving, min(profileLength, c.steady), path) }()
+		r.Profile = path
+	} else {
+		profiled <- nil
+	}
+	holdErr := hold(ctx, proc, c.steady)
+	after, err := cpuTime(proc.PID())
+	r.SteadyEnd = time.Now()
+	if err := errors.Join(holdErr, err, <-profiled); err != nil {
+		return err
+	}
+	r.CPUSecondsPerMinute = (after - before).Seconds() / r.SteadyEnd.Sub(r.SteadyStart).Minutes()
+	fmt.Printf("%s used %.2f CPU s/min in the steady state.\n", r.Name, r.CPUSecondsPerMinute)
+	return nil
+}
+
+// failAndRecover stops the victims' heartbeats, waits until each is marked
+// and tainted, then resumes them and waits until every node is Ready and
+// untainted.
+func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) error {
+	before, err := cpuTime(proc.PID())
+	if err != nil {
+		return err
+	}
+	perZone := 0
+	for _, z := range b.fleet.Zones() {
+		perZone = max(perZone, len(inZone(b.fleet, b.victims, z)))
+	}
+	// The rate limit taints one node per zone every 1/rate seconds, the
+	// first at once.
+	timeout := monitorGrace + 2*monitorPeriod + time.Duration(float64(perZone)/evictionRate*float64(time.Second)) + time.Minute
+	fmt.Printf("Stopping the heartbeats of %d nodes (at most %d per zone); waiting up to %v for each to be marked and tainted ...\n",
+		len(b.victims), perZone, timeout)
+	b.obs.stopping(b.victims)
+	b.fleet.Stop(b.victims...)
+	r.Failed = time.Now()
+	err = b.obs.waitFor(ctx, "the stopped nodes to be marked and tainted", timeout, b.obs.allMarkedAndTainted)
+	r.AllTainted = time.Now()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		r.TaintTimeout = true
+		fmt.Printf("Not every stopped node was marked and tainted within %v: %v\n", timeout, err)
+	default:
+		fmt.Printf("Every stopped node is marked and tainted, %s after the stop.\n", secs(r.AllTainted.Sub(r.Failed)))
+	}
+
+	b.fleet.Resume(b.victims...)
+	all := len(b.fleet.Nodes())
+	if err := b.obs.waitFor(ctx, "every node to be Ready and untainted", 3*time.Minute, func() bool {
+		return b.obs.countWhere(isRecovered) == all
+	}); err != nil {
+		return err
+	}
+	r.Recovered = time.Now()
+	fmt.Printf("Every node is Ready and untainted again, %s after the resume.\n", secs(r.Recovered.Sub(r.AllTainted)))
+	after, err := cpuTime(proc.PID())
+	if err != nil {
+		return err
+	}
+	r.CPUSecondsFailure = (after - before).Seconds()
+	return nil
+}
+
+// collect turns what the observer recorded into per-node delays.
+func (r *turn) collect(rec *recording, f *fleet.Fleet) {
+	r.FalsePositives = rec.falsePositives
+	for name, at := range rec.stopped {
+		n := stoppedNode{Node: name, Zone: f.Zone(name), StoppedAt: at}
+		if hb, ok := rec.heartbeat[name]; ok {
+			n.LastHeartbeat = hb
+			n.Deadline = hb.Add(monitorGrace)
+		}
+		marked, isMarked := rec.marked[name]
+		tainted, isTainted := rec.tainted[name]
+		if isMarked {
+			n.MarkDelay = seconds(marked.Sub(n.Deadline))
+		}
+		if isTainted && isMarked {
+			n.TaintDelay = seconds(tainted.Sub(n.Deadline))
+			n.MarkToTaint = seconds(tainted.Sub(marked))
+		}
+		r.Stopped = append(r.Stopped, n)
+	}
+	slices.SortFunc(r.Stopped, func(a, b stoppedNode) int { return strings.Compare(a.Node, b.Node) })
+}
+
+// pickVictims chooses percent of the nodes, at least one, spread evenly over
+// the zones and within each zone.
+func pickVictims(f *fleet.Fleet, percent float64) []string {
+	nodes := f.Nodes()
+	n := max(1, int(float64(len(nodes))*percent/100+0.5))
+	zones := f.Zones()
+	var out []string
+	for z, zone := range zones {
+		members := f.InZone(zone)
+		want := n / len(zones)
+		if z < n%len(zones) {
+			want++
+		}
+		for k := range want {
+			out = append(out, members[k*len(members)/want])
+		}
+	}
+	return out
+}
+
+// inZone returns the names in zone.
+func inZone(f *fleet.Fleet, names []string, zone string) []string {
+	var out []string
+	for _, n := range names {
+		if f.Zone(n) == zone {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// hold waits d, unless ctx ends or the controller exits first.
+func hold(ctx context.Context, proc *running, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-proc.Exited():
+		return fmt.Errorf("%s exited (see its log)", proc.Path)
+	}
+}
+
+func seconds(d time.Duration) *float64 {
+	s := d.Seconds()
+	return &s
+}
+
+// secs formats a duration in seconds with one decimal.
+func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

@@ -1,0 +1,64 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Main runs a command's run function and exits: 0 when it returns nil, 1
+// when it returns an error, 2 when it panics. Until run returns, Ctrl-C and
+// SIGTERM cancel its context instead of killing the process, and a panic
+// still unwinds through run's deferred cleanup before it is reported, so
+// that the child processes and the control plane are always stopped. name
+// prefixes the messages.
+func Main(name string, run func(ctx context.Context) error) {
+	code := 0
+	func() {
+		ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stopSignals()
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(os.Stderr, "%s: panic: %v\n", name, r)
+				code = 2
+			}
+		}()
+		if err := run(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			code = 1
+		}
+	}()
+	os.Exit(code)
+}
+
+// Prepare finds the control plane's binaries (see assetsDir), creates
+// outDir, and sends the logs of this process's own clients to
+// outDir/fleet.log.
+func Prepare(command, outDir string) (assets string, closeLog func(), err error) {
+	assets, err = assetsDir(command)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("create %s: %w", outDir, err)
+	}
+	closeLog, err = logTo(filepath.Join(outDir, "fleet.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	return assets, closeLog, nil
+}
+
+// StopControlPlane stops env, saying so, and reports a failure on stderr
+// under name: there is nothing left to do about it.
+func StopControlPlane(env *envtest.Environment, name string) {
+	fmt.Println("Stopping the control plane ...")
+	if err := env.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: stop control plane: %v\n", name, err)
+	}
+}

@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is a binary under test, running as a child process.
+type Process struct {
+	// Path and Args are what it was started with.
+	Path string
+	Args []string
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	waitErr error         // how it exited; read only after exited is closed
+}
+
+// StartProcess starts the binary at path with args, its output going to
+// log. The kernel kills it if this process dies without stopping it.
+func StartProcess(path string, args []string, log io.Writer) (*Process, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("binary %s: %w", path, err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	setParentDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	p := &Process{Path: path, Args: args, cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// PID is the process's id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// WaitReady polls url with client until it answers 200, the process exits,
+// or timeout passes.
+func (p *Process) WaitReady(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := client.Get(url); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before it was ready (see its log): %w", p.Path, p.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s: %w", p.Path, url, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop asks the process to shut down with SIGTERM and waits for it, killing
+// it if it takes longer than grace. An exit status other than zero is not an
+// error: some binaries report the signal that way.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.exited:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-p.exited:
+		var exit *exec.ExitError
+		if p.waitErr != nil && !errors.As(p.waitErr, &exit) {
+			return fmt.Errorf("%s: %w", p.Path, p.waitErr)
+		}
+		return nil
+	case <-timer.C:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("%s did not stop within %v and was killed", p.Path, grace)
+	}
+}
