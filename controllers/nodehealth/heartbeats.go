@@ -15,9 +15,10 @@ import (
 // moment the informer delivers it, then hands the event on. A heartbeat is
 // thus timed when the controller first saw it, not when the node's turn in
 // the work queue comes: a long queue, or a client held back by its rate
-// limit, cannot make a live node look silent.
+// limit, cannot make a live node look silent. An update that hear says
+// needs no reconcile goes no further.
 type hearing[T any] struct {
-	hear func(T)
+	hear func(T) (reconcile bool)
 	next handler.TypedEventHandler[T, reconcile.Request]
 }
 
@@ -33,8 +34,7 @@ func (h hearing[T]) Create(ctx context.Context, e event.TypedCreateEvent[T], q w
 
 // Update implements handler.TypedEventHandler.
 func (h hearing[T]) Update(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.hear(e.ObjectNew)
-	if h.next != nil {
+	if h.hear(e.ObjectNew) && h.next != nil {
 		h.next.Update(ctx, e, q)
 	}
 }
@@ -53,14 +53,21 @@ func (h hearing[T]) Generic(ctx context.Context, e event.TypedGenericEvent[T], q
 	}
 }
 
-// hearLease records a node Lease as soon as it arrives.
-func (r *Reconciler) hearLease(lease *coordinationv1.Lease) {
-	if lease.Namespace == LeaseNamespace {
-		r.Tracker.HeardLease(lease.Name, lease, r.Clock.Now())
+// hearLease records a node Lease as soon as it arrives. The renewal of a
+// healthy node's Lease, the bulk of a cluster's events, is recorded and
+// nothing more: the node is judged at its old deadline, finds the heartbeat
+// and waits for the new one. Anything else is reconciled.
+func (r *Reconciler) hearLease(lease *coordinationv1.Lease) bool {
+	if lease.Namespace != LeaseNamespace {
+		return true
 	}
+	heartbeat := r.Tracker.HeardLease(lease.Name, lease, r.Clock.Now())
+	return !heartbeat || !r.Tracker.Healthy(lease.Name)
 }
 
-// hearNode records a Node's status heartbeat as soon as it arrives.
-func (r *Reconciler) hearNode(node *corev1.Node) {
+// hearNode records a Node's status heartbeat as soon as it arrives. The
+// Node events that matter are queued by the controller's For.
+func (r *Reconciler) hearNode(node *corev1.Node) bool {
 	r.Tracker.HeardNode(node, r.Clock.Now())
+	return true
 }

@@ -86,8 +86,13 @@ func podBound(e event.TypedUpdateEvent[*corev1.Pod]) bool {
 // podGone ignores pod deletions: nothing about a node changes with them.
 func podGone(event.TypedDeleteEvent[*corev1.Pod]) bool { return false }
 
-// leaseSpecChanged passes Lease updates that can be a heartbeat.
+// leaseSpecChanged passes Lease updates that can be a heartbeat. A new
+// renewTime, nearly every update, is told without comparing the rest.
 func leaseSpecChanged(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
+	o, n := e.ObjectOld.Spec.RenewTime, e.ObjectNew.Spec.RenewTime
+	if (o == nil) != (n == nil) || o != nil && !o.Equal(n) {
+		return true
+	}
 	return !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
 }
 

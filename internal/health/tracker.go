@@ -24,8 +24,10 @@ type entry struct {
 	uid           types.UID
 	pulse         Pulse
 	lastHeartbeat time.Time
-	deadline      time.Time
-	state         State
+	// grace is the grace period of the last verdict, zero before the
+	// first: the deadline moves with every heartbeat heard, judged or not.
+	grace time.Duration
+	state State
 }
 
 // Observation is what the tracker knows of a node after an observation.
@@ -121,8 +123,18 @@ func (t *Tracker) Judged(name string, v Verdict) State {
 	}
 	prev := e.state
 	e.state = v.State
-	e.deadline = v.Deadline
+	e.grace = v.Grace
 	return prev
+}
+
+// Healthy reports whether the node's last verdict was Healthy. A heartbeat
+// heard for such a node needs no new verdict: its deadline moves with the
+// heartbeat, and the node is judged again when the old deadline comes.
+func (t *Tracker) Healthy(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	return ok && e.state == StateHealthy
 }
 
 // RefreshAll counts now as a heartbeat of every tracked node, giving each a
@@ -148,11 +160,7 @@ func (t *Tracker) Excuse(from, to time.Time) {
 		if !e.lastHeartbeat.Before(to) {
 			continue
 		}
-		shift := to.Sub(later(e.lastHeartbeat, from))
-		e.lastHeartbeat = e.lastHeartbeat.Add(shift)
-		if !e.deadline.IsZero() {
-			e.deadline = e.deadline.Add(shift)
-		}
+		e.lastHeartbeat = e.lastHeartbeat.Add(to.Sub(later(e.lastHeartbeat, from)))
 	}
 }
 
@@ -170,10 +178,10 @@ func (t *Tracker) Fading(now time.Time) []string {
 	defer t.mu.Unlock()
 	var names []string
 	for name, e := range t.nodes {
-		if e.deadline.IsZero() {
+		if e.grace == 0 {
 			continue
 		}
-		half := e.lastHeartbeat.Add(e.deadline.Sub(e.lastHeartbeat) / 2)
+		half := e.lastHeartbeat.Add(e.grace / 2)
 		if !now.Before(half) {
 			names = append(names, name)
 		}
@@ -201,7 +209,7 @@ func (t *Tracker) Overdue(now time.Time) []string {
 	defer t.mu.Unlock()
 	var names []string
 	for name, e := range t.nodes {
-		if e.state != StateUnreachable && !e.deadline.IsZero() && !now.Before(e.deadline) {
+		if e.state != StateUnreachable && e.grace != 0 && !now.Before(e.lastHeartbeat.Add(e.grace)) {
 			names = append(names, name)
 		}
 	}

@@ -92,9 +92,9 @@ func TestTrackerOverdueAndForget(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		tr.Observe(n, "u", p, t0)
 	}
-	tr.Judged("a", Verdict{State: StateHealthy, Deadline: t0.Add(time.Second)})
-	tr.Judged("b", Verdict{State: StateUnreachable, Deadline: t0})
-	tr.Judged("c", Verdict{State: StateHealthy, Deadline: t0.Add(time.Hour)})
+	tr.Judged("a", Verdict{State: StateHealthy, Deadline: t0.Add(time.Second), Grace: time.Second})
+	tr.Judged("b", Verdict{State: StateUnreachable, Deadline: t0, Grace: time.Nanosecond})
+	tr.Judged("c", Verdict{State: StateHealthy, Deadline: t0.Add(time.Hour), Grace: time.Hour})
 	if prev := tr.Judged("missing", Verdict{State: StateHealthy}); prev != StateUnjudged {
 		t.Fatalf("unknown node had state %s", prev)
 	}
@@ -204,7 +204,7 @@ func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
 		t.Fatal("a lease appearing was not heard")
 	}
 	// Judged with a 10s grace from the heard lease: fading from 5s on.
-	tr.Judged("n1", Verdict{State: StateHealthy, Deadline: t0.Add(12 * time.Second)})
+	tr.Judged("n1", Verdict{State: StateHealthy, Deadline: t0.Add(12 * time.Second), Grace: 10 * time.Second})
 	if got := tr.Fading(t0.Add(6 * time.Second)); len(got) != 0 {
 		t.Fatalf("Fading = %v 4s after a heard lease", got)
 	}
@@ -218,7 +218,7 @@ func TestTrackerFadingUsesEachNodesOwnGrace(t *testing.T) {
 	}{{"short", 10 * time.Second}, {"long", time.Minute}, {"unjudged", 0}} {
 		tr.Observe(n.name, types.UID(n.name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), t0)
 		if n.grace > 0 {
-			tr.Judged(n.name, Verdict{State: StateHealthy, Deadline: t0.Add(n.grace)})
+			tr.Judged(n.name, Verdict{State: StateHealthy, Deadline: t0.Add(n.grace), Grace: n.grace})
 		}
 	}
 	if got := tr.Fading(t0.Add(4 * time.Second)); len(got) != 0 {
@@ -245,7 +245,7 @@ func TestTrackerExcusesAnOutage(t *testing.T) {
 	}
 	for name, at := range heard {
 		tr.Observe(name, types.UID(name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), at)
-		tr.Judged(name, Verdict{State: StateHealthy, Deadline: at.Add(grace)})
+		tr.Judged(name, Verdict{State: StateHealthy, Deadline: at.Add(grace), Grace: grace})
 	}
 	from, to := t0.Add(20*time.Second), t0.Add(80*time.Second)
 	tr.Excuse(from, to)

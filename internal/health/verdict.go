@@ -63,6 +63,9 @@ type Verdict struct {
 	// NeverReported is true for a node that has never posted a Ready
 	// condition; it gets the startup grace period.
 	NeverReported bool
+	// Grace is the grace period that applies, from the last heartbeat to
+	// the deadline.
+	Grace time.Duration
 }
 
 // Judge decides a node's state from its last heartbeat, as observed on the
@@ -75,6 +78,7 @@ func Judge(node *corev1.Node, lastHeartbeat time.Time, grace Grace, now time.Tim
 	if v.NeverReported {
 		period = grace.Startup
 	}
+	v.Grace = period
 	v.Deadline = lastHeartbeat.Add(period)
 	v.Expired = !now.Before(v.Deadline)
 

@@ -119,6 +119,8 @@ type transport struct {
 	monitor *Monitor
 }
 
+// RoundTrip implements http.RoundTripper: it sends req on, and records
+// whether the apiserver answered.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Context().Value(probeKey{}) != nil {
 		return t.next.RoundTrip(req)
@@ -137,7 +139,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // unreachable tells whether a request's outcome shows the apiserver out of
 // reach: the connection failed, or a proxy or the apiserver itself answered
 // that it cannot serve. A request that timed out counts; one its caller
-// cancelled tells nothing.
+// canceled tells nothing.
 func unreachable(ctx context.Context, resp *http.Response, err error) bool {
 	if err != nil {
 		return !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, context.Canceled)

@@ -65,7 +65,7 @@ func TestMonitorReportsOutages(t *testing.T) {
 		gap:   time.Second,
 		want:  []Outage{{From: t0, To: t0.Add(31 * time.Second)}},
 	}, {
-		name:  "a cancelled request tells nothing",
+		name:  "a canceled request tells nothing",
 		steps: []step{{err: context.Canceled}, {code: 200}},
 		gap:   time.Second,
 	}, {
@@ -135,7 +135,8 @@ func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
 	<-started
 	clk.Step(time.Second)
 	req, _ := http.NewRequest(http.MethodGet, "https://apiserver/fast", nil)
-	if _, err := rt.RoundTrip(req); err == nil {
+	if resp, err := rt.RoundTrip(req); err == nil {
+		_ = resp.Body.Close()
 		t.Fatal("want the scripted error")
 	}
 	close(slow)

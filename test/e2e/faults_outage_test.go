@@ -159,7 +159,7 @@ func crashAPIServer() {
 	pid := apiServerPID()
 	stopped := make(chan error, 1)
 	go func() { stopped <- apiServer.Stop() }()
-	addr := apiServer.SecureServing.ListenAddr.HostPort()
+	addr := apiServer.HostPort()
 	Eventually(func() error {
 		conn, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {

@@ -55,8 +55,8 @@ func (h *watchHold) flowing() <-chan struct{} {
 func (h *watchHold) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		if err != nil || req.URL.Query().Get("watch") != "true" ||
-			!(strings.HasSuffix(req.URL.Path, "/nodes") || strings.HasSuffix(req.URL.Path, "/leases")) {
+		watched := strings.HasSuffix(req.URL.Path, "/nodes") || strings.HasSuffix(req.URL.Path, "/leases")
+		if err != nil || req.URL.Query().Get("watch") != "true" || !watched {
 			return resp, err
 		}
 		resp.Body = &heldBody{ReadCloser: resp.Body, hold: h, done: req.Context().Done()}
