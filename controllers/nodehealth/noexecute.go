@@ -14,17 +14,20 @@ import (
 )
 
 // wantedNoExecute returns the node lifecycle NoExecute taint a node's Ready
-// condition calls for, or "" for none: unreachable for Unknown (or a status
-// no API version defines), not-ready for False.
+// condition calls for, or "" for none: unreachable for Unknown, not-ready
+// for False. A status no API version defines evicts nothing: the node may
+// well be heartbeating, and the NoSchedule taint already keeps new pods off.
 func wantedNoExecute(node *corev1.Node) string {
 	ready := health.ReadyCondition(node)
 	switch {
-	case ready == nil, ready.Status == corev1.ConditionTrue:
+	case ready == nil:
 		return ""
 	case ready.Status == corev1.ConditionFalse:
 		return corev1.TaintNodeNotReady
-	default:
+	case ready.Status == corev1.ConditionUnknown:
 		return corev1.TaintNodeUnreachable
+	default:
+		return ""
 	}
 }
 
