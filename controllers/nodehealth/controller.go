@@ -76,6 +76,8 @@ type Reconciler struct {
 	Sight interface{ Blind() (bool, time.Time) }
 
 	kicker *kicker
+	// alarms wakes nodes at their deadlines.
+	alarms *alarms
 
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
@@ -137,14 +139,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	moveState(r.Tracker.Judged(node.Name, v), v.State)
-	// Look again at the deadline, or when the guard may let a taint
-	// through, whichever comes first; an expired node needs nothing until a
-	// heartbeat arrives, and a heartbeat is an event.
-	next := retry
-	if !v.Expired && (next == 0 || v.Deadline.Sub(now) < next) {
-		next = v.Deadline.Sub(now)
+	// Look again at the deadline, and when the guard may let a taint
+	// through; an expired node needs nothing until a heartbeat arrives,
+	// and a heartbeat is an event.
+	if v.Expired {
+		r.alarms.clear(node.Name)
+	} else {
+		r.alarms.set(node.Name, v.Deadline)
 	}
-	return ctrl.Result{RequeueAfter: next}, nil
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // ExcuseOutage takes a span during which the controller could not reach the
@@ -295,6 +298,7 @@ func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.R
 
 // forget drops a node that no longer exists.
 func (r *Reconciler) forget(ctx context.Context, name string) {
+	r.alarms.clear(name)
 	uid, state, ok := r.Tracker.Forget(name)
 	if !ok {
 		return

@@ -78,14 +78,22 @@ func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs 
 	f.r = &Reconciler{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events,
 		Tracker: health.NewTracker(), Grace: grace,
 		Guard: disruption.NewGuard(disruption.Config{Rates: disruption.Rates{Normal: 0.1}, UnhealthyZoneThreshold: 0.55})}
+	f.r.alarms = newAlarms(f.clock, f.r.Tracker.Deadline, func(...string) {})
 	return f
 }
 
+// reconcile reconciles n1. Its result's RequeueAfter tells when the node is
+// looked at next: its requeue or its alarm, whichever comes first.
 func (f *fixture) reconcile(t *testing.T) ctrl.Result {
 	t.Helper()
 	res, err := f.r.Reconcile(context.Background(), req)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
+	}
+	if at, ok := f.r.alarms.when(req.Name); ok {
+		if d := at.Sub(f.clock.Now()); res.RequeueAfter == 0 || d < res.RequeueAfter {
+			res.RequeueAfter = d
+		}
 	}
 	return res
 }

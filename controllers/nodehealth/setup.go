@@ -39,6 +39,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	if err := mgr.Add(r.kicker); err != nil {
 		return err
 	}
+	r.alarms = newAlarms(ticker, r.Tracker.Deadline, r.kicker.kick)
+	if err := mgr.Add(r.alarms); err != nil {
+		return err
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return r.resync(ctx, ticker, resyncPeriod)
 	})); err != nil {

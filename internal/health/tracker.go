@@ -127,6 +127,18 @@ func (t *Tracker) Judged(name string, v Verdict) State {
 	return prev
 }
 
+// Deadline returns when the node's grace period ends, counted from the last
+// heartbeat heard, or false for a node not tracked or never judged.
+func (t *Tracker) Deadline(name string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	if !ok || e.grace == 0 {
+		return time.Time{}, false
+	}
+	return e.lastHeartbeat.Add(e.grace), true
+}
+
 // Healthy reports whether the node's last verdict was Healthy. A heartbeat
 // heard for such a node needs no new verdict: its deadline moves with the
 // heartbeat, and the node is judged again when the old deadline comes.
