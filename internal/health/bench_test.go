@@ -32,9 +32,36 @@ func BenchmarkHeartbeat(b *testing.B) {
 	}
 }
 
-// BenchmarkJudge is the verdict alone, which the controller gives every node
-// at each of its heartbeats and at each resync: for a node within its grace,
-// one past its deadline, and one that never posted a Ready condition.
+// BenchmarkHeardLease is what the controller does for most events of a
+// cluster, the renewal of a healthy node's Lease: hear it, and find the node
+// needs no reconcile.
+func BenchmarkHeardLease(b *testing.B) {
+	const nodes = 5000
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
+	lease := (&leaseState{renew: t0}).object()
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprint("node-", i)
+		obs := tr.Observe(names[i], types.UID(names[i]), PulseOf(node, lease), t0)
+		tr.Judged(names[i], Judge(node, obs.LastHeartbeat, grace, t0))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		now := t0.Add(time.Duration(i+1) * time.Millisecond)
+		lease.Spec.RenewTime.Time = now
+		name := names[i%nodes]
+		if !tr.HeardLease(name, lease, now) || !tr.Healthy(name) {
+			b.Fatalf("renewal of healthy %s not heard as a heartbeat", name)
+		}
+	}
+}
+
+// BenchmarkJudge is the verdict alone, which the controller gives a node
+// when its Node changes, when its deadline comes and at each resync: for a
+// node within its grace, one past its deadline, and one that never posted a
+// Ready condition.
 func BenchmarkJudge(b *testing.B) {
 	cases := []struct {
 		name string

@@ -221,7 +221,7 @@ func podDeletions() float64 {
 	return 0
 }
 
-var _ = Describe("Leader election", func() {
+var _ = Describe("Leader election", Label("faults"), func() {
 	It("hands over to the other replica when the leader dies, and resumes its queued taints and pending evictions once", func() {
 		const (
 			// One NoExecute taint every two seconds, so that a zone's
