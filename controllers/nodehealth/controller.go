@@ -78,6 +78,9 @@ type Reconciler struct {
 	kicker *kicker
 	// alarms wakes nodes at their deadlines.
 	alarms *alarms
+	// started is when the controller was set up; nodes created before it
+	// are not announced as registered.
+	started time.Time
 
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
@@ -107,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
-	if obs.First {
+	if obs.First && registeredSince(node, r.started) {
 		r.eventRegistered(node)
 	}
 	settings := r.settings(ctx, node)

@@ -403,3 +403,24 @@ func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
 		t.Fatalf("RequeueAfter = %v, want 30s (the grace from the heard renewal)", res.RequeueAfter)
 	}
 }
+
+// TestRegisteredSince: a node is announced when it was created in or after
+// the second the controller started, by its whole-second creationTimestamp.
+func TestRegisteredSince(t *testing.T) {
+	start := t0.Add(1500 * time.Millisecond)
+	for _, c := range []struct {
+		created time.Time
+		want    bool
+	}{
+		{t0, false},
+		{t0.Add(time.Second), true},
+		{t0.Add(2 * time.Second), true},
+		{t0.Add(-time.Hour), false},
+	} {
+		node := &corev1.Node{}
+		node.CreationTimestamp = metav1.NewTime(c.created)
+		if got := registeredSince(node, start); got != c.want {
+			t.Errorf("created %v, started %v: registeredSince = %v, want %v", c.created, start, got, c.want)
+		}
+	}
+}

@@ -35,6 +35,7 @@ const Workers = 8
 // partition freeze and sends the nodes whose deadline passed unnoticed back
 // through the queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
+	r.started = r.Clock.Now()
 	r.kicker = newKicker()
 	if err := mgr.Add(r.kicker); err != nil {
 		return err

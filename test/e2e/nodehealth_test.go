@@ -199,5 +199,20 @@ var _ = Describe("Restart", func() {
 		Consistently(readyStatus(name)).WithTimeout(time.Until(started.Add(grace)) - 100*time.Millisecond).
 			Should(Equal(readyTrue))
 		Eventually(readyStatus(name)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
+
+		By("announcing the nodes registered since it started, not again the ones it found")
+		// The new controller's events go out in order: its NodeNotReady
+		// follows any RegisteredNode of its first look at the node.
+		Eventually(eventReasons(name)).Should(ContainElement(nodehealth.ReasonNodeNotReady))
+		registered := 0
+		for _, reason := range eventReasons(name)(Default) {
+			if reason == nodehealth.ReasonRegisteredNode {
+				registered++
+			}
+		}
+		Expect(registered).To(Equal(1), "the node was announced again after the restart")
+		later := newNodeName()
+		createNode(later, corev1.ConditionTrue)
+		Eventually(eventReasons(later)).Should(ContainElement(nodehealth.ReasonRegisteredNode))
 	})
 })
