@@ -210,14 +210,27 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 		return cached, v, nil
 	}
 
+	// The Node and its Lease are read side by side: a mark waits for one
+	// round trip to the apiserver, not two.
+	type leaseRead struct {
+		lease *coordinationv1.Lease
+		err   error
+	}
+	leaseDone := make(chan leaseRead, 1)
+	go func() {
+		lease, err := getLease(ctx, r.APIReader, cached.Name)
+		leaseDone <- leaseRead{lease, err}
+	}()
 	node := &corev1.Node{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), node); err != nil {
-		return nil, v, fmt.Errorf("read node %q live: %w", cached.Name, err)
+	nodeErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), node)
+	read := <-leaseDone
+	if nodeErr != nil {
+		return nil, v, fmt.Errorf("read node %q live: %w", cached.Name, nodeErr)
 	}
-	lease, err := getLease(ctx, r.APIReader, node.Name)
-	if err != nil {
-		return nil, v, fmt.Errorf("read lease live: %w", err)
+	if read.err != nil {
+		return nil, v, fmt.Errorf("read lease live: %w", read.err)
 	}
+	lease := read.lease
 	// What the reads show is as of now, not as of the reconcile's start:
 	// a read held up by a hung apiserver returns long after it was sent.
 	now = r.Clock.Now()
