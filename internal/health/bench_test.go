@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -13,14 +14,7 @@ import (
 // Lease, observe it, judge the node.
 func BenchmarkHeartbeat(b *testing.B) {
 	const nodes = 5000
-	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
-	lease := (&leaseState{renew: t0}).object()
-	names := make([]string, nodes)
-	for i := range names {
-		names[i] = fmt.Sprint("node-", i)
-		tr.Observe(names[i], types.UID(names[i]), PulseOf(node, lease), t0)
-	}
+	tr, node, lease, names := trackedFleet(nodes)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -37,15 +31,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 // needs no reconcile.
 func BenchmarkHeardLease(b *testing.B) {
 	const nodes = 5000
-	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
-	lease := (&leaseState{renew: t0}).object()
-	names := make([]string, nodes)
-	for i := range names {
-		names[i] = fmt.Sprint("node-", i)
-		obs := tr.Observe(names[i], types.UID(names[i]), PulseOf(node, lease), t0)
-		tr.Judged(names[i], Judge(node, obs.LastHeartbeat, grace, t0))
-	}
+	tr, _, lease, names := trackedFleet(nodes)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -56,6 +42,21 @@ func BenchmarkHeardLease(b *testing.B) {
 			b.Fatalf("renewal of healthy %s not heard as a heartbeat", name)
 		}
 	}
+}
+
+// trackedFleet returns a tracker that has observed and judged n healthy
+// nodes, which share one Node and one Lease object, and the nodes' names.
+func trackedFleet(n int) (*Tracker, *corev1.Node, *coordinationv1.Lease, []string) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
+	lease := (&leaseState{renew: t0}).object()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprint("node-", i)
+		obs := tr.Observe(names[i], types.UID(names[i]), PulseOf(node, lease), t0)
+		tr.Judged(names[i], Judge(node, obs.LastHeartbeat, grace, t0))
+	}
+	return tr, node, lease, names
 }
 
 // BenchmarkJudge is the verdict alone, which the controller gives a node

@@ -147,22 +147,9 @@ var _ = Describe("Controller crash", Label("faults"), func() {
 			_, stop := runManager(func(o *ctrl.Options) { o.NewClient = crashableClient(writes, &crash, crashed) }, tune)
 
 			region := "crash-" + rand.String(4)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			f, err := fleet.Start(ctx, cfg, fleet.Options{
-				Nodes: 6, Zones: 2, Region: region, NamePrefix: region + "-",
-				PodsPerNode:          pods,
-				PodTolerations:       []corev1.Toleration{tolerateUnreachable(ptr.To[int64](toleration))},
-				LeaseDurationSeconds: 2, NodeStatusUpdateFrequency: time.Second,
-			})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func() {
-				f.Close()
-				for _, n := range f.Nodes() {
-					deleteNode(n)
-					Expect(k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(metav1.NamespaceDefault),
-						client.MatchingLabels{fleet.PodLabel: n}, client.GracePeriodSeconds(0))).To(Succeed())
-				}
+			f := startFleet(6, 2, func(o *fleet.Options) {
+				o.Region, o.NamePrefix, o.PodsPerNode = region, region+"-", pods
+				o.PodTolerations = []corev1.Toleration{tolerateUnreachable(ptr.To[int64](toleration))}
 			})
 			down, healthy := f.InZone(f.Zones()[0]), f.InZone(f.Zones()[1])
 			Eventually(nodesReadyAndUntainted(f.Nodes()...)).Should(Succeed())

@@ -7,29 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
-
-// transitionsTo reads how many times judged nodes entered the state, over
-// every manager in the process.
-func transitionsTo(state string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "node_lifecycle_node_transitions_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "to" && l.GetValue() == state {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
-}
 
 var _ = Describe("Flapping node", Label("faults"), func() {
 	It("marks a node once per gap past its grace, not for gaps within it, and writes a bounded number of taints", func() {

@@ -9,19 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
 )
 
@@ -33,34 +29,6 @@ const faultsLabel = "e2e.nodelifecycle.io/faults"
 // renewed its Lease last: one renewal interval (a quarter of the 2s Lease)
 // and its jitter.
 const fleetRenewal = 600 * time.Millisecond
-
-// startFleetWith runs a fleet shaped by opts with the suite's short timings,
-// as startFleet does; its nodes and pods are deleted when the spec ends.
-func startFleetWith(opts fleet.Options) *fleet.Fleet {
-	opts.NamePrefix = "fleet-" + rand.String(4) + "-"
-	opts.LeaseDurationSeconds = 2
-	opts.NodeStatusUpdateFrequency = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, err := fleet.Start(ctx, cfg, opts)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		f.Close()
-		for _, n := range f.Nodes() {
-			deleteNode(n)
-		}
-		Expect(k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(metav1.NamespaceDefault),
-			client.MatchingLabelsSelector{Selector: fleetPodSelector(f)}, client.GracePeriodSeconds(0))).To(Succeed())
-	})
-	return f
-}
-
-// fleetPodSelector selects the pods the fleet bound to its nodes.
-func fleetPodSelector(f *fleet.Fleet) labels.Selector {
-	req, err := labels.NewRequirement(fleet.PodLabel, selection.In, f.Nodes())
-	Expect(err).NotTo(HaveOccurred())
-	return labels.NewSelector().Add(*req)
-}
 
 // fleetPods lists the fleet's pods.
 func fleetPods(f *fleet.Fleet) func(g Gomega) []corev1.Pod {
@@ -101,39 +69,6 @@ func freezeEventsSince(since time.Time) func(g Gomega) []string {
 		}
 		return reasons
 	}
-}
-
-// freezeGauge reads the node_lifecycle_partition_freeze gauge: 1 while a
-// partition freeze holds.
-func freezeGauge() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() == "node_lifecycle_partition_freeze" {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
-// evictionErrors reads how many pod eviction reconciles returned an error,
-// over every manager in the process.
-func evictionErrors() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_errors_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == podeviction.ControllerName {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // firstUnknown returns when the watch first showed the node's Ready
@@ -277,7 +212,7 @@ var _ = Describe("Fleet partition", Label("faults"), func() {
 		id := rand.String(5)
 		region := "p-" + id
 		// Without tolerations, the pods go at --pod-eviction-timeout.
-		f := startFleetWith(fleet.Options{Nodes: zones * perZone, Zones: zones, Region: region, PodsPerNode: 2})
+		f := startFleet(zones*perZone, zones, func(o *fleet.Options) { o.Region, o.PodsPerNode = region, 2 })
 		allReady(f)
 		Expect(fleetPods(f)(Default)).To(HaveLen(2 * zones * perZone))
 		h := recordNodes(corev1.LabelTopologyRegion + "=" + region)
@@ -352,7 +287,7 @@ var _ = Describe("Policy churn", Label("faults"), func() {
 			}
 		}
 
-		f := startFleetWith(fleet.Options{Nodes: 6, Region: pool, PodsPerNode: 1})
+		f := startFleet(6, 1, func(o *fleet.Options) { o.Region = pool })
 		nodes := f.Nodes()
 		s1, s2, s3, live := nodes[0], nodes[1], nodes[2], nodes[3:]
 		older := createPolicy("older-"+id, spec(graceFirst, timeoutOlder))

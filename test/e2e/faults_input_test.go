@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
 )
@@ -25,23 +24,6 @@ import (
 // controller acts within a second of it, and the watch that shows the test
 // a heartbeat or a mark takes a little more.
 const markSlack = 2 * time.Second
-
-// reconcilePanics reads how many reconciles have panicked, over every
-// controller and manager in the process. controller-runtime recovers them,
-// so a panicking reconciler would otherwise go on looking alive.
-func reconcilePanics() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() == "controller_runtime_reconcile_panics_total" {
-			for _, m := range f.GetMetric() {
-				total += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return total
-}
 
 // expectMarkedAfter checks that the node's Ready condition becomes want no
 // earlier than grace after last, the moment the test's last heartbeat write

@@ -8,6 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +19,8 @@ import (
 
 // startFleet runs a fleet with timings to match the suite's grace period:
 // Leases of 2s renewed every 500ms, status computed every second, one pod
-// per node; tune changes the options further.
+// per node; tune changes the options further. Its nodes and their pods are
+// deleted when the spec ends.
 func startFleet(nodes, zones int, tune ...func(*fleet.Options)) *fleet.Fleet {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -38,8 +42,17 @@ func startFleet(nodes, zones int, tune ...func(*fleet.Options)) *fleet.Fleet {
 		for _, n := range f.Nodes() {
 			deleteNode(n)
 		}
+		Expect(k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(metav1.NamespaceDefault),
+			client.MatchingLabelsSelector{Selector: fleetPodSelector(f)}, client.GracePeriodSeconds(0))).To(Succeed())
 	})
 	return f
+}
+
+// fleetPodSelector selects the pods the fleet bound to its nodes.
+func fleetPodSelector(f *fleet.Fleet) labels.Selector {
+	req, err := labels.NewRequirement(fleet.PodLabel, selection.In, f.Nodes())
+	Expect(err).NotTo(HaveOccurred())
+	return labels.NewSelector().Add(*req)
 }
 
 var _ = Describe("Simulated fleet", func() {

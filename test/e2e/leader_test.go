@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
@@ -208,19 +207,6 @@ func evictionEvents(pod string) func(g Gomega) []eventsv1.Event {
 	}
 }
 
-// podDeletions reads the controllers' count of evicted pods, over every
-// manager in the process.
-func podDeletions() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() == "taint_eviction_controller_pod_deletions_total" {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 var _ = Describe("Leader election", Label("faults"), func() {
 	It("hands over to the other replica when the leader dies, and resumes its queued taints and pending evictions once", func() {
 		const (
@@ -266,26 +252,9 @@ var _ = Describe("Leader election", Label("faults"), func() {
 
 		By("a fleet in two zones, ready and untainted under the leader")
 		region := "leader-" + rand.String(4)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		f, err := fleet.Start(ctx, cfg, fleet.Options{
-			Nodes:                     8,
-			Zones:                     2,
-			Region:                    region,
-			NamePrefix:                region + "-",
-			PodsPerNode:               1,
-			PodTolerations:            []corev1.Toleration{tolerateUnreachable(ptr.To[int64](toleration))},
-			LeaseDurationSeconds:      2,
-			NodeStatusUpdateFrequency: time.Second,
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() {
-			f.Close()
-			for _, n := range f.Nodes() {
-				deleteNode(n)
-				Expect(k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(metav1.NamespaceDefault),
-					client.MatchingLabels{fleet.PodLabel: n}, client.GracePeriodSeconds(0))).To(Succeed())
-			}
+		f := startFleet(8, 2, func(o *fleet.Options) {
+			o.Region, o.NamePrefix = region, region+"-"
+			o.PodTolerations = []corev1.Toleration{tolerateUnreachable(ptr.To[int64](toleration))}
 		})
 		down, healthy := f.InZone(f.Zones()[0]), f.InZone(f.Zones()[1])
 		Expect(down).To(HaveLen(4))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
 )
 
 // Short timings, so that a deadline passes in seconds.
@@ -163,6 +164,62 @@ func markDelays() *dto.Histogram { return histogram("node_lifecycle_mark_delay_s
 // evictionDelays returns the histogram of delays between a pod's eviction
 // deadline and its deletion.
 func evictionDelays() *dto.Histogram { return histogram("node_lifecycle_pod_eviction_delay_seconds") }
+
+// metricSum adds up the counters and gauges of the metric name, over every
+// manager in the process, keeping the series whose labels include each
+// name and value pair of labelPairs.
+func metricSum(name string, labelPairs ...string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, labelPairs) {
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func hasLabels(m *dto.Metric, pairs []string) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == pairs[i] && l.GetValue() == pairs[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// transitionsTo reads how many times judged nodes entered the state.
+func transitionsTo(state string) float64 {
+	return metricSum("node_lifecycle_node_transitions_total", "to", state)
+}
+
+// freezeGauge reads the partition freeze gauge: 1 while a freeze holds.
+func freezeGauge() float64 { return metricSum("node_lifecycle_partition_freeze") }
+
+// evictionErrors reads how many pod eviction reconciles returned an error.
+func evictionErrors() float64 {
+	return metricSum("controller_runtime_reconcile_errors_total", "controller", podeviction.ControllerName)
+}
+
+// reconcilePanics reads how many reconciles have panicked, over every
+// controller. controller-runtime recovers them, so a panicking reconciler
+// would otherwise go on looking alive.
+func reconcilePanics() float64 { return metricSum("controller_runtime_reconcile_panics_total") }
+
+// podDeletions reads the controllers' count of evicted pods.
+func podDeletions() float64 { return metricSum("taint_eviction_controller_pod_deletions_total") }
 
 func histogram(name string) *dto.Histogram {
 	families, err := ctrlmetrics.Registry.Gather()
