@@ -112,10 +112,10 @@ func CacheOptions() cache.Options {
 }
 
 // NewManager creates a manager for cfg with mgrOpts, its cache built with
-// CacheOptions, and adds the node lifecycle
-// controllers to it with opts. It watches the manager's requests (on a copy
-// of cfg), so that a span during which the apiserver cannot be reached is
-// not taken for the silence of every node.
+// CacheOptions, and adds the node lifecycle controllers to it with opts. It
+// watches the manager's requests (on a copy of cfg), so that a span during
+// which the apiserver cannot be reached is not taken for the silence of
+// every node.
 func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts Options) (ctrl.Manager, error) {
 	clk := opts.Clock
 	if clk == nil {

@@ -88,7 +88,7 @@ type Reconciler struct {
 
 // Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
 // deadline has passed, brings its NoSchedule taints in line with its
-// conditions, and asks to be called again at the deadline.
+// conditions, and sets the node's alarm for its deadline.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()

@@ -28,14 +28,14 @@ var (
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	})
 
-	// updateNodeHealthDuration keeps kube-controller-manager's name, so that
-	// dashboards built on it keep working.
 	outagesExcused = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "node_lifecycle_apiserver_outage_seconds",
 		Help:    "Spans during which the controller could not reach the apiserver; each is excused from every node's silence.",
 		Buckets: []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 900},
 	})
 
+	// updateNodeHealthDuration keeps kube-controller-manager's name, so that
+	// dashboards built on it keep working.
 	updateNodeHealthDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "node_collector_update_node_health_duration_seconds",
 		Help:    "Duration in seconds of judging one node's health and acting on the verdict.",

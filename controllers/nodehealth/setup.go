@@ -118,7 +118,7 @@ func nodeUpdateMatters(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
 }
 
-// resync is the safety net behind RequeueAfter and the clock of the
+// resync is the safety net behind the deadline alarms and the clock of the
 // partition freeze: every period it lets the freeze's window and cooldown
 // advance, and queues the nodes whose deadline passed without a verdict. It
 // runs only on the leader, like the controller, and starts each term with
