@@ -7,12 +7,22 @@
 // request that fails for want of an apiserver and the first that succeeds
 // after it, and reports that span as an Outage, so that the time spent blind
 // is not counted against any node.
+//
+// Only an apiserver that is not there counts: a connection refused or
+// broken, a 502, 503 or 504, or a /readyz probe that gets no answer. An
+// apiserver that answers, whatever it answers (403, 429, 500, a failing
+// readiness check), is there, and its kubelets can write. One request that
+// times out proves nothing alone, as a slow list or a slow webhook would
+// do the same: it asks for a probe at once, and only if the probe gets no
+// answer either does the outage count, from the first request that timed
+// out. Outages never overlap: a span already excused is not excused again.
 package sight
 
 import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -35,15 +45,24 @@ func (o Outage) Duration() time.Duration { return o.To.Sub(o.From) }
 type Monitor struct {
 	clock clock.PassiveClock
 
-	mu        sync.Mutex
-	blind     bool
-	since     time.Time
+	// probeNow asks the probe to look at once, after a request timed out.
+	probeNow chan struct{}
+
+	mu    sync.Mutex
+	blind bool
+	since time.Time
+	// suspect is when the first request that timed out was sent, with no
+	// answer to a request sent after it yet; zero when there is none.
+	suspect time.Time
+	// excusedTo is when the last outage ended: no new outage starts before
+	// it, so no span is excused twice.
+	excusedTo time.Time
 	listeners []func(Outage)
 }
 
 // New returns a Monitor that times outages on clk.
 func New(clk clock.PassiveClock) *Monitor {
-	return &Monitor{clock: clk}
+	return &Monitor{clock: clk, probeNow: make(chan struct{}, 1)}
 }
 
 // OnRegained registers f to be called at the end of each outage, with the
@@ -63,11 +82,13 @@ func (m *Monitor) Blind() (bool, time.Time) {
 	return m.blind, m.since
 }
 
-// Probe asks the apiserver at url whether it is ready, every period until ctx
-// ends, with a client whose transport the Monitor wraps. An apiserver that
-// hangs fails no request: each waits until it comes back, and then succeeds.
-// The probe's own request, given up after a period, starts the outage at
-// most a period late; an answer other than 200 counts as no answer.
+// Probe asks the apiserver at url whether it is there, every period until
+// ctx ends and at once after a request timed out, with a client whose
+// transport the Monitor wraps. An apiserver that hangs fails no request:
+// each waits until it comes back, and then succeeds. The probe's own
+// request, given up after a period, starts the outage at most a period
+// late. Any answer but a 502, 503 or 504 shows the apiserver there, a
+// failing readiness check included: its kubelets can reach it.
 func (m *Monitor) Probe(ctx context.Context, c *http.Client, url string, ticker clock.WithTicker, period time.Duration) error {
 	t := ticker.NewTicker(period)
 	defer t.Stop()
@@ -76,8 +97,9 @@ func (m *Monitor) Probe(ctx context.Context, c *http.Client, url string, ticker 
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-			m.probe(ctx, c, url, period)
+		case <-m.probeNow:
 		}
+		m.probe(ctx, c, url, period)
 	}
 }
 
@@ -92,14 +114,14 @@ func (m *Monitor) probe(ctx context.Context, c *http.Client, url string, timeout
 	resp, err := c.Do(req)
 	if err != nil {
 		if !errors.Is(ctx.Err(), context.Canceled) {
-			m.lost(sent)
+			m.confirm(sent)
 		}
 		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		m.lost(sent)
+	if cannotServe(resp.StatusCode) {
+		m.confirm(sent)
 		return
 	}
 	m.reached(sent)
@@ -127,38 +149,107 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sent := t.monitor.clock.Now()
 	resp, err := t.next.RoundTrip(req)
-	switch {
-	case unreachable(req.Context(), resp, err):
+	switch outcomeOf(req.Context(), resp, err) {
+	case outcomeGone:
 		t.monitor.lost(sent)
-	case err == nil:
+	case outcomeTimedOut:
+		t.monitor.timedOut(sent)
+	case outcomeAnswered:
 		t.monitor.reached(sent)
 	}
 	return resp, err
 }
 
-// unreachable tells whether a request's outcome shows the apiserver out of
-// reach: the connection failed, or a proxy or the apiserver itself answered
-// that it cannot serve. A request that timed out counts; one its caller
-// canceled tells nothing.
-func unreachable(ctx context.Context, resp *http.Response, err error) bool {
-	if err != nil {
-		return !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(err, context.Canceled)
+// outcome is what a request's end tells of the apiserver.
+type outcome uint8
+
+const (
+	// outcomeNothing: the caller canceled it.
+	outcomeNothing outcome = iota
+	// outcomeAnswered: the apiserver answered, whatever it said.
+	outcomeAnswered
+	// outcomeTimedOut: no answer in time; the apiserver may be slow, or gone.
+	outcomeTimedOut
+	// outcomeGone: the connection failed, or a proxy or the apiserver
+	// itself answered that it cannot serve.
+	outcomeGone
+)
+
+func outcomeOf(ctx context.Context, resp *http.Response, err error) outcome {
+	switch {
+	case err == nil && cannotServe(resp.StatusCode):
+		return outcomeGone
+	case err == nil:
+		return outcomeAnswered
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		return outcomeNothing
+	case timeout(err):
+		return outcomeTimedOut
+	default:
+		return outcomeGone
 	}
-	switch resp.StatusCode {
+}
+
+// cannotServe reports whether a status code says that no apiserver could
+// serve the request: a proxy's bad gateway or gateway timeout, or an
+// apiserver that is unavailable. 500, 403 and 429 come from an apiserver
+// that is there.
+func cannotServe(code int) bool {
+	switch code {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true
 	}
 	return false
 }
 
+// timeout reports whether err is a request that ran out of time.
+func timeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
 // lost records a request sent at sent that found no apiserver.
 func (m *Monitor) lost(sent time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lostLocked(sent)
+}
+
+func (m *Monitor) lostLocked(sent time.Time) {
+	// A span already excused is not excused again.
+	if sent.Before(m.excusedTo) {
+		sent = m.excusedTo
+	}
 	if !m.blind || sent.Before(m.since) {
 		m.since = sent
 	}
 	m.blind = true
+}
+
+// timedOut records a request sent at sent that got no answer in time, and
+// asks the probe to look at once.
+func (m *Monitor) timedOut(sent time.Time) {
+	m.mu.Lock()
+	if m.suspect.IsZero() || sent.Before(m.suspect) {
+		m.suspect = sent
+	}
+	m.mu.Unlock()
+	select {
+	case m.probeNow <- struct{}{}:
+	default:
+	}
+}
+
+// confirm records a probe sent at sent that found no apiserver: the outage
+// counts from then, or from the first request that timed out before it.
+func (m *Monitor) confirm(sent time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.suspect.IsZero() && m.suspect.Before(sent) {
+		sent = m.suspect
+	}
+	m.suspect = time.Time{}
+	m.lostLocked(sent)
 }
 
 // reached records a request sent at sent that the apiserver answered, and
@@ -166,12 +257,17 @@ func (m *Monitor) lost(sent time.Time) {
 // outage began proves nothing of the apiserver now.
 func (m *Monitor) reached(sent time.Time) {
 	m.mu.Lock()
+	if !m.suspect.IsZero() && !sent.Before(m.suspect) {
+		// An answer to a request sent after the one that timed out: that
+		// one was slow, not lost.
+		m.suspect = time.Time{}
+	}
 	if !m.blind || sent.Before(m.since) {
 		m.mu.Unlock()
 		return
 	}
 	outage := Outage{From: m.since, To: m.clock.Now()}
-	m.blind = false
+	m.blind, m.excusedTo = false, outage.To
 	listeners := m.listeners
 	m.mu.Unlock()
 	for _, f := range listeners {

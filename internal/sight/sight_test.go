@@ -46,8 +46,8 @@ func TestMonitorReportsOutages(t *testing.T) {
 		gap  time.Duration
 		want []Outage
 	}{{
-		name:  "answers only",
-		steps: []step{{code: 200}, {code: 404}, {code: 409}, {code: 500}},
+		name:  "answers only, refusals and errors among them",
+		steps: []step{{code: 200}, {code: 404}, {code: 409}, {code: 500}, {code: 403}, {code: 429}, {code: 401}},
 		gap:   time.Second,
 	}, {
 		name:  "refused connections, then an answer",
@@ -60,10 +60,13 @@ func TestMonitorReportsOutages(t *testing.T) {
 		gap:   time.Second,
 		want:  []Outage{{From: t0, To: t0.Add(2 * time.Second)}},
 	}, {
-		name:  "a timeout counts from when the request was sent",
+		name:  "one slow request that timed out, then an answer: no outage",
 		steps: []step{{err: context.DeadlineExceeded, advance: 30 * time.Second}, {code: 200}},
 		gap:   time.Second,
-		want:  []Outage{{From: t0, To: t0.Add(31 * time.Second)}},
+	}, {
+		name:  "a network timeout alone is no outage either",
+		steps: []step{{err: &netTimeout{}, advance: 10 * time.Second}, {code: 200}, {code: 200}},
+		gap:   time.Second,
 	}, {
 		name:  "a canceled request tells nothing",
 		steps: []step{{err: context.Canceled}, {code: 200}},
@@ -149,6 +152,73 @@ func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
 	}
 }
 
+// TestTimeoutConfirmedByTheProbe: a request that timed out asks for a probe
+// at once; when the probe gets no answer either, the outage counts from the
+// request that timed out, and the first answer after it ends it.
+func TestTimeoutConfirmedByTheProbe(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	m := New(clk)
+	var got []Outage
+	m.OnRegained(func(o Outage) { got = append(got, o) })
+	rt := m.Wrap(&scripted{clock: clk, steps: []step{{err: context.DeadlineExceeded, advance: 5 * time.Second}, {code: 200}}})
+	send := func() {
+		req, _ := http.NewRequest(http.MethodGet, "https://apiserver/api", nil)
+		if resp, err := rt.RoundTrip(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}
+	send()
+	if blind, _ := m.Blind(); blind {
+		t.Fatal("blind after one request timed out")
+	}
+	select {
+	case <-m.probeNow:
+	default:
+		t.Fatal("a timed-out request did not ask for a probe")
+	}
+	clk.Step(time.Second)
+	m.confirm(clk.Now())
+	if blind, since := m.Blind(); !blind || !since.Equal(t0) {
+		t.Fatalf("Blind() = %v, %v; want true since %v", blind, since, t0)
+	}
+	clk.Step(time.Second)
+	send()
+	if want := (Outage{From: t0, To: t0.Add(7 * time.Second)}); len(got) != 1 || got[0] != want {
+		t.Fatalf("outages = %v, want [%v]", got, want)
+	}
+}
+
+// TestSpanExcusedOnce: a request sent during an outage that fails after
+// the outage ended starts a new outage, but not before the end of the old
+// one: no span is excused twice.
+func TestSpanExcusedOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	m := New(clk)
+	var got []Outage
+	m.OnRegained(func(o Outage) { got = append(got, o) })
+	m.lost(t0)
+	clk.Step(10 * time.Second)
+	m.reached(clk.Now())
+	// A request sent at t0+2s, in the first outage, comes back refused
+	// now; the next answer comes 3s later.
+	m.lost(t0.Add(2 * time.Second))
+	clk.Step(3 * time.Second)
+	m.reached(clk.Now())
+	want := []Outage{{From: t0, To: t0.Add(10 * time.Second)}, {From: t0.Add(10 * time.Second), To: t0.Add(13 * time.Second)}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("outages = %v, want %v", got, want)
+	}
+}
+
+// netTimeout is a network error that ran out of time.
+type netTimeout struct{}
+
+func (netTimeout) Error() string   { return "i/o timeout" }
+func (netTimeout) Timeout() bool   { return true }
+func (netTimeout) Temporary() bool { return true }
+
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -163,11 +233,13 @@ func (e *netError) Unwrap() error { return e.errno }
 // request until it comes back; the probe's own request, given up, starts
 // the outage, and the first answer after it ends it.
 func TestProbeNoticesAHungApiserver(t *testing.T) {
-	var state atomic.Int32 // 0 ready, 1 not ready, 2 hung
+	var state atomic.Int32 // 0 ready, 1 unavailable, 2 hung, 3 a check failing
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch state.Load() {
 		case 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 3:
 			w.WriteHeader(http.StatusInternalServerError)
 		case 2:
 			select {
@@ -197,7 +269,7 @@ func TestProbeNoticesAHungApiserver(t *testing.T) {
 	state.Store(1)
 	m.probe(t.Context(), c, srv.URL, timeout)
 	if blind, _ := m.Blind(); !blind || len(outages) != 0 {
-		t.Fatalf("an apiserver that is not ready ended the outage: %v", outages)
+		t.Fatalf("an apiserver that is unavailable ended the outage: %v", outages)
 	}
 	state.Store(0)
 	m.probe(t.Context(), c, srv.URL, timeout)
@@ -206,5 +278,12 @@ func TestProbeNoticesAHungApiserver(t *testing.T) {
 	}
 	if d := outages[0].Duration(); d < timeout {
 		t.Errorf("outage of %v, shorter than the probe that noticed it", d)
+	}
+	// A failing readiness check, as a proxy or the apiserver answers it,
+	// comes from an apiserver that is there.
+	state.Store(3)
+	m.probe(t.Context(), c, srv.URL, timeout)
+	if blind, _ := m.Blind(); blind {
+		t.Fatal("blind after a readiness check answered 500")
 	}
 }
