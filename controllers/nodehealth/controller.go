@@ -128,16 +128,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if v.Expired && !r.Guard.Silent(node.Name) {
 		// The node has just gone silent: see how many others are fading
 		// with it before anything destructive is done to it.
-		r.applyChange(ctx, r.Guard.Tick(r.fading(now), now), now)
+		r.tick(ctx, now)
 	}
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool), now), now)
+	// Asked again: the live read before a mark may have heard the node.
+	heard := r.Tracker.Heard(node.Name)
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now), now), now)
 	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
-	if wantedNoExecute(node) != "" && !r.Guard.Frozen() {
-		if err := r.markPodsNotReady(ctx, node, now); err != nil {
-			return ctrl.Result{}, err
+	if wantedNoExecute(node) != "" {
+		if ok, _ := r.Guard.PodMarkingAllowedFor(node.Name); ok {
+			if err := r.markPodsNotReady(ctx, node, now); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 
@@ -181,7 +185,9 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	statuses := make(map[string]disruption.NodeStatus, len(nodes.Items))
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
-		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool)
+		// Nothing is heard yet: a node already marked counts as silent
+		// since its mark.
+		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now)
 	}
 	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
 	return nil
@@ -195,9 +201,12 @@ func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Set
 	return r.Policies.For(ctx, node)
 }
 
-// fading names the nodes without a heartbeat for half their grace period.
-func (r *Reconciler) fading(now time.Time) []string {
-	return r.Tracker.Fading(now)
+// tick lets the guard re-evaluate what changes with time: the nodes going
+// quiet within the freeze window, which is the flags' grace period, and
+// whether every node is known well enough to end the wait after start.
+func (r *Reconciler) tick(ctx context.Context, now time.Time) {
+	q := r.Tracker.Quiet(now, r.Grace.Monitor)
+	r.applyChange(ctx, r.Guard.Tick(q.Fading, q.Decided, now), now)
 }
 
 // markUnreachable marks a node whose deadline passed. It first reads the node
@@ -315,12 +324,15 @@ func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.R
 // forget drops a node that no longer exists.
 func (r *Reconciler) forget(ctx context.Context, name string) {
 	r.alarms.clear(name)
+	// The guard may count a node the tracker never saw: one seeded at
+	// start and deleted before its first reconcile. It must not stay
+	// counted as a ghost, Ready or not, in its zone.
+	now := r.Clock.Now()
+	r.applyChange(ctx, r.Guard.Remove(name, now), now)
 	uid, state, ok := r.Tracker.Forget(name)
 	if !ok {
 		return
 	}
-	now := r.Clock.Now()
-	r.applyChange(ctx, r.Guard.Remove(name, now), now)
 	moveState(state, health.StateUnjudged)
 	ctrl.LoggerFrom(ctx).V(1).Info("Node is gone; forgetting it")
 	r.eventRemoving(name, uid)

@@ -11,14 +11,30 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
-// guardStatus is what the disruption guard needs of a node.
-func guardStatus(node *corev1.Node, v health.Verdict, pool string) disruption.NodeStatus {
+// guardStatus is what the disruption guard needs of a node. A node silent
+// past its deadline is silent since then. A node not heard since this
+// process first saw it, and already marked Unknown, is silent since its
+// mark, the Ready condition's lastTransitionTime, capped at now: that is
+// how a new leader or a restarted process tells the nodes that went silent
+// together in a partition from those that died long before it, and does
+// not take either for nodes going quiet now.
+func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now time.Time) disruption.NodeStatus {
 	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
-	if ready := health.ReadyCondition(node); ready != nil && ready.Status == corev1.ConditionTrue {
+	ready := health.ReadyCondition(node)
+	if ready != nil && ready.Status == corev1.ConditionTrue {
 		st.Ready = true
 	}
 	if v.Expired {
 		st.SilentSince = v.Deadline
+	}
+	if !heard && ready != nil && ready.Status == corev1.ConditionUnknown {
+		marked := ready.LastTransitionTime.Time
+		if marked.After(now) {
+			marked = now
+		}
+		if st.SilentSince.IsZero() || marked.Before(st.SilentSince) {
+			st.SilentSince = marked
+		}
 	}
 	return st
 }
@@ -67,8 +83,13 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 		}
 		r.kicker.kick(r.Guard.Nodes()...)
 	}
+	if c.Decided {
+		log.Info("Every node is known to live or to be going quiet: destructive work may begin",
+			"partitionFreeze", r.Guard.Frozen())
+		r.kicker.kick(r.Guard.Nodes()...)
+	}
 	if c.Freeze {
-		lost, total := r.Guard.LostCount()
+		lost, total := r.Guard.LostCount(now)
 		setFreezeMetric(c.Frozen)
 		if c.Frozen {
 			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", lost, "nodes", total)

@@ -6,7 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 )
 
 // A new leader, or a restarted controller, whose workers take a node of a
@@ -34,4 +37,40 @@ func TestNewLeaderKeepsTheTaintOfADeadZoneItLooksAtFirst(t *testing.T) {
 	if !hasNoExecute(f.node(t), corev1.TaintNodeUnreachable) {
 		t.Fatalf("the NoExecute taint of a dead node was lifted: %+v", f.node(t).Spec.Taints)
 	}
+}
+
+// A node deleted after the guard was seeded, before its first reconcile,
+// leaves no ghost in its zone: a fully disrupted zone must not look partly
+// ready for a node that no longer exists.
+func TestANodeDeletedBeforeItsFirstReconcileLeavesNoGhost(t *testing.T) {
+	zone := map[string]string{corev1.LabelTopologyRegion: "r", corev1.LabelTopologyZone: "a"}
+	dead := readyNode()
+	dead.Labels = zone
+	dead.Status.Conditions[0].Status = corev1.ConditionUnknown
+	dead.Status.Conditions[0].Reason = "NodeStatusUnknown"
+	ghost := readyNode()
+	ghost.Name, ghost.UID, ghost.Labels = "n2", "uid-2", zone
+	f := newFixture(t, []client.Object{dead, ghost}, nil, nil)
+
+	f.reconcile(t) // seeds the guard with both, judges n1
+	id := disruptionZone(dead)
+	if got := f.r.Guard.Zone(id); got.Ready != 1 || got.NotReady != 1 {
+		t.Fatalf("zone after seeding: %+v", got)
+	}
+	if err := f.cached.Delete(t.Context(), ghost); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "n2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.r.Guard.Zone(id); got.Ready != 0 || got.NotReady != 1 || got.State != disruption.ZoneFullDisruption {
+		t.Fatalf("zone after the deletion: %+v; want one not-ready node, fully disrupted", got)
+	}
+	if !f.r.Guard.Halted() {
+		t.Fatal("every zone is down, but the guard does not halt")
+	}
+}
+
+func disruptionZone(n *corev1.Node) disruption.ZoneID {
+	return disruption.ZoneID{Zone: disruption.ZoneKey(n)}
 }

@@ -31,6 +31,12 @@ func wantedNoExecute(node *corev1.Node) string {
 	}
 }
 
+// hasLifecycleNoExecute reports whether the node carries either node
+// lifecycle NoExecute taint.
+func hasLifecycleNoExecute(node *corev1.Node) bool {
+	return hasNoExecute(node, corev1.TaintNodeUnreachable) || hasNoExecute(node, corev1.TaintNodeNotReady)
+}
+
 // hasNoExecute reports whether the node carries the given NoExecute taint.
 func hasNoExecute(node *corev1.Node, key string) bool {
 	for _, t := range node.Spec.Taints {
@@ -44,12 +50,19 @@ func hasNoExecute(node *corev1.Node, key string) bool {
 // reconcileNoExecute brings the node lifecycle NoExecute taints in line with
 // the node's Ready condition and the disruption guard. Removing a taint and
 // swapping one for the other happen at once; adding one waits for the
-// guard. It returns how long until the node should ask the guard again, or
-// 0 when only a change of state can help.
+// guard. A node the guard holds (a partition freeze, every zone down, its
+// pool's or zone's hold) loses the taint: held is a state the cluster shows,
+// so that a new leader, or a hold lifted by a policy deleted and made again,
+// finds no countdown running, and every pod's countdown starts again from
+// the taint added once the hold lifts. It returns how long until the node
+// should ask the guard again, or 0 when only a change of state can help.
 func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, pool string, now time.Time) (time.Duration, error) {
 	want := wantedNoExecute(node)
-	if want == "" || r.Guard.Halted() {
+	if why := r.Guard.Hold(node.Name); want == "" || why != "" {
 		r.Guard.CancelTaint(node.Name)
+		if want != "" && hasLifecycleNoExecute(node) {
+			ctrl.LoggerFrom(ctx).Info("Removing NoExecute taint while the node is held", "reason", why)
+		}
 		return 0, r.setNoExecute(ctx, node, "", now)
 	}
 	other := corev1.TaintNodeUnreachable

@@ -133,7 +133,7 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 			return nil
 		case <-t.C():
 			now := ticker.Now()
-			r.applyChange(ctx, r.Guard.Tick(r.fading(now), now), now)
+			r.tick(ctx, now)
 			r.kicker.kick(r.Tracker.Overdue(now)...)
 		}
 	}

@@ -16,7 +16,8 @@ import (
 )
 
 // ConditionAccepted is True when the policy is in force, False (reason
-// Invalid) when it cannot be: its nodes then follow the flags.
+// Invalid) when it cannot be: its nodes then follow the flags' timing, and
+// are held (no NoExecute taint, no eviction) until it is fixed or deleted.
 const (
 	ConditionAccepted = "Accepted"
 	ReasonInvalid     = "Invalid"
@@ -46,7 +47,7 @@ func computeStatus(p *v1alpha1.NodeHealthPolicy, set *policy.Set, nodes []corev1
 
 	if err, invalid := set.Invalid[p.Name]; invalid {
 		set1(ConditionAccepted, metav1.ConditionFalse, ReasonInvalid,
-			fmt.Sprintf("Not in force, its nodes follow the controller's flags: %v", err))
+			fmt.Sprintf("Not in force: its nodes follow the controller's flags for timing, and get no NoExecute taint and no eviction until it is fixed or deleted: %v", err))
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionEvictionAllowed)
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionConflict)
 		return st

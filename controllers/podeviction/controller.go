@@ -121,23 +121,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	var held []dueEviction
 	if len(due) > 0 {
 		if allowed, why := r.allowed(node); !allowed {
-			ctrl.LoggerFrom(ctx).V(1).Info("Evictions held back", "pods", len(due), "reason", why)
-			r.pending.set(node.Name, pending+len(due))
-			return ctrl.Result{RequeueAfter: r.BlockedRetry}, nil
+			due, held = r.dueDespiteHold(due, noExecute, timeout, now)
+			ctrl.LoggerFrom(ctx).V(1).Info("Evictions held back", "pods", len(held), "reason", why)
 		}
 		err := parallel.ForEach(due, deleteWorkers, func(e dueEviction) error { return r.evict(ctx, node, e.pod, e.decision) })
 		if err != nil {
-			r.pending.set(node.Name, pending+len(due))
+			r.pending.set(node.Name, pending+len(due)+len(held))
 			return ctrl.Result{}, err
 		}
 	}
-	r.pending.set(node.Name, pending)
+	r.pending.set(node.Name, pending+len(held))
+	if len(held) > 0 {
+		return ctrl.Result{RequeueAfter: r.BlockedRetry}, nil
+	}
 	if next.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
+}
+
+// dueDespiteHold splits the due evictions of a node the gate holds: a hold
+// stops the controller's own work, not an administrator's, so a pod due by
+// a NoExecute taint other than the node lifecycle ones (such as
+// node.kubernetes.io/out-of-service, set to recover from a non-graceful node
+// shutdown) still goes, at the deadline that taint alone sets.
+func (r *Reconciler) dueDespiteHold(due []dueEviction, taints []corev1.Taint, timeout time.Duration, now time.Time) (evict, held []dueEviction) {
+	others := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return eviction.IsLifecycleTaint(t.Key) })
+	for _, e := range due {
+		if d := eviction.Deadline(e.pod, others, timeout, now); d.Evict && !d.At.After(now) {
+			evict = append(evict, dueEviction{e.pod, d})
+		} else {
+			held = append(held, e)
+		}
+	}
+	return evict, held
 }
 
 // noExecuteTaints returns the node's NoExecute taints, with a first-seen

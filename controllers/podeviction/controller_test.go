@@ -126,6 +126,28 @@ func TestAClosedGateHoldsEvictionsBack(t *testing.T) {
 	}
 }
 
+// A closed gate holds the controller's own evictions, not those of a taint
+// an administrator set: out-of-service evicts the pods that do not tolerate
+// it at once, and leaves the ones that do to the held countdown.
+func TestAClosedGateLetsAnotherWritersTaintEvict(t *testing.T) {
+	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}
+	tolerant := pod("tolerant", nil)
+	tolerant.Spec.Tolerations = append(tolerant.Spec.Tolerations, corev1.Toleration{Key: corev1.TaintNodeOutOfService,
+		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
+	r, c, clk := newReconciler(taintedNode(unreachable(&t0), outOfService), pod("plain", nil), tolerant)
+	r.Gate = &gate{}
+	clk.Step(timeout)
+	if res := run(t, r); res.RequeueAfter != r.BlockedRetry {
+		t.Fatalf("RequeueAfter %v, want the blocked retry for the held pod", res.RequeueAfter)
+	}
+	if exists(t, c, "plain") {
+		t.Fatal("the gate held back an eviction by out-of-service")
+	}
+	if !exists(t, c, "tolerant") {
+		t.Fatal("the gate let an eviction by the unreachable taint through")
+	}
+}
+
 func TestATaintWithoutTimeCountsFromWhenItWasFirstSeen(t *testing.T) {
 	r, c, clk := newReconciler(taintedNode(unreachable(nil)), pod("p", ptr.To[int64](60)))
 	if res := run(t, r); res.RequeueAfter != time.Minute {

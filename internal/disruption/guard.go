@@ -42,6 +42,9 @@ type Pool struct {
 	MaxUnhealthy *intstr.IntOrString
 	// Paused holds NoExecute taints and evictions back in the whole pool.
 	Paused bool
+	// Invalid holds them back too: the pool's policy is not in force, and
+	// a policy edited into something wrong must not release what it held.
+	Invalid bool
 }
 
 // ZoneID names a zone of a pool.
@@ -80,11 +83,15 @@ type Change struct {
 	// Freeze is true when a partition freeze has just started or ended;
 	// Frozen says which.
 	Freeze, Frozen bool
+	// Decided is true when the guard, seeded at start, has just learnt
+	// enough of every node to decide on a partition freeze, and lets
+	// destructive work begin.
+	Decided bool
 }
 
 // Empty reports whether nothing beyond the node changed.
 func (c Change) Empty() bool {
-	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && len(c.Held) == 0 && !c.Halt && !c.Freeze
+	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && len(c.Held) == 0 && !c.Halt && !c.Freeze && !c.Decided
 }
 
 type zone struct {
@@ -111,6 +118,10 @@ type Guard struct {
 	freeze       Freeze
 	halted       bool
 	seeded       bool
+	// deciding holds destructive work back from Seed until every node is
+	// known to live or to be going quiet, or until decideBy.
+	deciding bool
+	decideBy time.Time
 }
 
 // NewGuard returns a guard with no nodes.
@@ -142,7 +153,11 @@ func (g *Guard) Update(name string, st NodeStatus, now time.Time) Change {
 // Seed records the status of every node at once, before the first Update:
 // zone states, the halt and the freeze are settled only once all are
 // counted, so that a new leader does not judge them from the few nodes it
-// happened to look at first.
+// happened to look at first. The freeze is rebuilt from the silences the
+// cluster shows (the nodes already marked, and when). Destructive work then
+// waits until Tick finds every node decided, or one freeze window has
+// passed: a new leader must not taint or evict the nodes the old one marked
+// before it knows whether the others are silent too.
 func (g *Guard) Seed(nodes map[string]NodeStatus, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -151,6 +166,10 @@ func (g *Guard) Seed(nodes map[string]NodeStatus, now time.Time) Change {
 		g.record(name, st, &c)
 	}
 	g.seeded = true
+	g.deciding, g.decideBy = true, now.Add(g.cfg.FreezeWindow)
+	if !g.freeze.frozen && g.freeze.Rebuild(len(g.nodes), g.silent, now) {
+		c.Freeze, c.Frozen = true, true
+	}
 	g.settle(now, &c)
 	return c
 }
@@ -198,12 +217,13 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 }
 
 // Tick re-evaluates what changes with time alone: the freeze's window and
-// cooldown, and the fading nodes, those without a heartbeat for half their
-// grace period, expired ones included. Nodes that lose their heartbeats
+// cooldown, and the fading nodes, those that went quiet for half their grace
+// period within the freeze window. Nodes that lose their heartbeats
 // together expire one by one as the controller observes them; counting the
 // fading ones lets the freeze, and each pool's breaker, act before the
-// first of them is tainted.
-func (g *Guard) Tick(fading []string, now time.Time) Change {
+// first of them is tainted. decided is how many nodes are known to live or
+// to be going quiet: once every node is, the wait after Seed ends.
+func (g *Guard) Tick(fading []string, decided int, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.fading = len(fading)
@@ -215,6 +235,9 @@ func (g *Guard) Tick(fading []string, now time.Time) Change {
 	}
 	var c Change
 	g.settle(now, &c)
+	if g.deciding && (decided >= len(g.nodes) || !now.Before(g.decideBy)) {
+		g.deciding, c.Decided = false, true
+	}
 	for pool := range g.poolNames() {
 		g.updateHold(pool, &c)
 	}
@@ -390,6 +413,12 @@ const (
 	// HeldFullZone: the node's zone of its pool has no ready node, and the
 	// pool halts such zones.
 	HeldFullZone = "zone fully disrupted, and the pool halts such zones"
+	// HeldInvalid: the node's pool's policy is not in force; its nodes
+	// are held until it is fixed or deleted.
+	HeldInvalid = "pool's policy not in force"
+	// HeldDeciding: the controller has just started and does not know yet
+	// whether the nodes it finds marked are a partition.
+	HeldDeciding = "deciding on a partition freeze after start"
 )
 
 // poolHold returns why the pool as a whole holds NoExecute taints and
@@ -397,6 +426,9 @@ const (
 // not ready, or fading, than MaxUnhealthy allows.
 func (g *Guard) poolHold(name string) string {
 	p := g.pool(name)
+	if p.Invalid {
+		return HeldInvalid
+	}
 	if p.Paused {
 		return HeldPaused
 	}
@@ -439,16 +471,13 @@ func (g *Guard) nodeHold(st NodeStatus) string {
 func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Duration, why string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if frozen, _ := g.freeze.Frozen(); frozen {
-		return false, -1, HeldFrozen
-	}
-	if g.halted {
-		return false, -1, HeldHalted
-	}
-	st := g.nodes[name]
-	if why := g.nodeHold(st); why != "" {
+	if why := g.hold(name); why != "" {
 		return false, -1, why
 	}
+	if g.deciding {
+		return false, -1, HeldDeciding
+	}
+	st := g.nodes[name]
 	id := zoneOf(st)
 	z := g.zones[id]
 	if z == nil {
@@ -514,19 +543,65 @@ func (g *Guard) destructiveAllowed() (bool, string) {
 	return true, ""
 }
 
-// DestructiveAllowedFor reports whether the named node's pods may be
-// evicted, and if not, why: the cluster-wide holds, then its pool's and its
-// zone's.
+// DestructiveAllowedFor reports whether the named node may be tainted
+// NoExecute, its pods marked NotReady or evicted, and if not, why: the
+// cluster-wide holds, then its pool's and its zone's, then the wait after
+// start.
 func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if ok, why := g.destructiveAllowed(); !ok {
+	if why := g.hold(name); why != "" {
 		return false, why
+	}
+	if g.deciding {
+		return false, HeldDeciding
+	}
+	return true, ""
+}
+
+// PodMarkingAllowedFor reports whether the named node's pods may be marked
+// NotReady, and if not, why: what holds its evictions holds the marking
+// too, but for every zone being down, where the pods are marked as
+// kube-controller-manager marks them.
+func (g *Guard) PodMarkingAllowedFor(name string) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if frozen, _ := g.freeze.Frozen(); frozen {
+		return false, HeldFrozen
 	}
 	if why := g.nodeHold(g.nodes[name]); why != "" {
 		return false, why
 	}
+	if g.deciding {
+		return false, HeldDeciding
+	}
 	return true, ""
+}
+
+// Hold returns why the named node is held, or "": a partition freeze,
+// every zone down, or its pool's or zone's hold. A held node carries none
+// of the controller's NoExecute taints; when the hold lifts it is tainted
+// again at its zone's rate, and its pods' countdowns start from then. The
+// wait after start is not a hold: it takes no taint off.
+func (g *Guard) Hold(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hold(name)
+}
+
+func (g *Guard) hold(name string) string {
+	if ok, why := g.destructiveAllowed(); !ok {
+		return why
+	}
+	return g.nodeHold(g.nodes[name])
+}
+
+// Deciding reports whether destructive work still waits, after Seed, for
+// the guard to know enough of every node.
+func (g *Guard) Deciding() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.deciding
 }
 
 // PoolHold reports why the named pool holds NoExecute taints and evictions
@@ -546,12 +621,12 @@ func (g *Guard) Silent(name string) bool {
 }
 
 // LostCount returns how many nodes the freeze counts as without heartbeats
-// (those past their grace period, or the fading ones when there are more of
-// them), and how many nodes there are.
-func (g *Guard) LostCount() (lost, total int) {
+// at now (those that went silent within its window, or the fading ones
+// when there are more of them), and how many nodes there are.
+func (g *Guard) LostCount(now time.Time) (lost, total int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return max(len(g.silent), g.fading), len(g.nodes)
+	return g.freeze.Counted(g.silent, g.fading, now), len(g.nodes)
 }
 
 // ZoneSnapshot is a zone's counts and state.

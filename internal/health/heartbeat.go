@@ -21,6 +21,10 @@ type Pulse struct {
 	// writes the creation time itself when it marks a node that never
 	// reported, so that write does not read as a heartbeat.
 	ReadyHeartbeatNanos int64
+	// ReadyUnknown is true when the Ready condition says Unknown: the node
+	// was marked, by this controller or one before it. It is no part of
+	// the heartbeat; it tells a node first observed already marked.
+	ReadyUnknown bool
 }
 
 // PulseOf reads the pulse of a node and its Lease; lease may be nil.
@@ -28,6 +32,9 @@ func PulseOf(node *corev1.Node, lease *coordinationv1.Lease) Pulse {
 	var p Pulse
 	if node != nil {
 		p.ReadyHeartbeatNanos = readyHeartbeat(node)
+		if c := ReadyCondition(node); c != nil && c.Status == corev1.ConditionUnknown {
+			p.ReadyUnknown = true
+		}
 	}
 	p.setLease(lease)
 	return p
@@ -43,8 +50,7 @@ func readyHeartbeat(node *corev1.Node) int64 {
 
 // setLease replaces the Lease part of the pulse with what lease shows.
 func (p *Pulse) setLease(lease *coordinationv1.Lease) {
-	ready := p.ReadyHeartbeatNanos
-	*p = Pulse{ReadyHeartbeatNanos: ready}
+	*p = Pulse{ReadyHeartbeatNanos: p.ReadyHeartbeatNanos, ReadyUnknown: p.ReadyUnknown}
 	if lease != nil {
 		s := &lease.Spec
 		p.HasLease = true

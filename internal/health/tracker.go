@@ -28,6 +28,15 @@ type entry struct {
 	// first: the deadline moves with every heartbeat heard, judged or not.
 	grace time.Duration
 	state State
+	// heard is true once a heartbeat was heard after the first
+	// observation: the node is known to be alive since the controller
+	// started watching it.
+	heard bool
+	// marked is true for a node whose Ready condition was Unknown when it
+	// was first observed, and that has not been heard since: its silence
+	// began before this process, and it is evidence of the fault, not a
+	// node going quiet now.
+	marked bool
 }
 
 // Observation is what the tracker knows of a node after an observation.
@@ -60,12 +69,13 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 			e = &entry{}
 			t.nodes[name] = e
 		}
-		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state}
+		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state, marked: p.ReadyUnknown}
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
 		e.lastHeartbeat = now
 		e.pulse = p
+		e.heard, e.marked = true, false
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}
 	// A Lease that disappeared is remembered as gone, so that a new one
@@ -92,6 +102,7 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 		return false
 	}
 	e.pulse, e.lastHeartbeat = p, now
+	e.heard, e.marked = true, false
 	return true
 }
 
@@ -109,6 +120,7 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
 		return false
 	}
 	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
+	e.heard, e.marked = true, false
 	return true
 }
 
@@ -137,6 +149,15 @@ func (t *Tracker) Deadline(name string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return e.lastHeartbeat.Add(e.grace), true
+}
+
+// Heard reports whether a heartbeat of the node has been heard since the
+// tracker first observed it.
+func (t *Tracker) Heard(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	return ok && e.heard
 }
 
 // Healthy reports whether the node's last verdict was Healthy. A heartbeat
@@ -183,22 +204,46 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// Fading returns the judged nodes without a heartbeat for at least half of
-// their grace period at now, expired ones included.
-func (t *Tracker) Fading(now time.Time) []string {
+// Quiet is what the tracker knows, at one instant, of the nodes going
+// quiet: what the partition freeze needs beyond the nodes already marked.
+type Quiet struct {
+	// Fading names the judged nodes that went quiet recently: without a
+	// heartbeat for at least half their grace period, but whose grace ran
+	// out no longer ago than the window. Nodes silent for longer, and
+	// nodes already marked when first observed, are not fading: their
+	// silence is old news, not part of what is happening now.
+	Fading []string
+	// Decided counts the judged nodes whose liveness is known: heard since
+	// first observed, already marked then, or fading. Until every node is,
+	// a controller that has just started cannot tell a partition from a
+	// few dead nodes.
+	Decided int
+}
+
+// Quiet returns the fading nodes and the count of decided ones at now;
+// window is how long after its grace ran out a node still counts as fading.
+func (t *Tracker) Quiet(now time.Time, window time.Duration) Quiet {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var names []string
+	var q Quiet
 	for name, e := range t.nodes {
 		if e.grace == 0 {
 			continue
 		}
-		half := e.lastHeartbeat.Add(e.grace / 2)
-		if !now.Before(half) {
-			names = append(names, name)
+		if e.marked {
+			q.Decided++
+			continue
+		}
+		quiet := now.Sub(e.lastHeartbeat)
+		fading := quiet >= e.grace/2 && quiet <= e.grace+window
+		if fading {
+			q.Fading = append(q.Fading, name)
+		}
+		if fading || e.heard || quiet > e.grace+window {
+			q.Decided++
 		}
 	}
-	return names
+	return q
 }
 
 // Forget drops a node and returns what was known of it.

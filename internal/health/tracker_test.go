@@ -205,7 +205,7 @@ func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
 	}
 	// Judged with a 10s grace from the heard lease: fading from 5s on.
 	tr.Judged("n1", Verdict{State: StateHealthy, Deadline: t0.Add(12 * time.Second), Grace: 10 * time.Second})
-	if got := tr.Fading(t0.Add(6 * time.Second)); len(got) != 0 {
+	if got := tr.Quiet(t0.Add(6*time.Second), time.Minute).Fading; len(got) != 0 {
 		t.Fatalf("Fading = %v 4s after a heard lease", got)
 	}
 }
@@ -221,13 +221,13 @@ func TestTrackerFadingUsesEachNodesOwnGrace(t *testing.T) {
 			tr.Judged(n.name, Verdict{State: StateHealthy, Deadline: t0.Add(n.grace), Grace: n.grace})
 		}
 	}
-	if got := tr.Fading(t0.Add(4 * time.Second)); len(got) != 0 {
+	if got := tr.Quiet(t0.Add(4*time.Second), time.Minute).Fading; len(got) != 0 {
 		t.Fatalf("Fading at 4s = %v", got)
 	}
-	if got := tr.Fading(t0.Add(5 * time.Second)); !slices.Equal(got, []string{"short"}) {
+	if got := tr.Quiet(t0.Add(5*time.Second), time.Minute).Fading; !slices.Equal(got, []string{"short"}) {
 		t.Fatalf("Fading at 5s = %v, want [short]", got)
 	}
-	got := tr.Fading(t0.Add(time.Minute))
+	got := tr.Quiet(t0.Add(time.Minute), time.Minute).Fading
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"long", "short"}) {
 		t.Fatalf("Fading at 1m = %v, want [long short]", got)
@@ -267,7 +267,50 @@ func TestTrackerExcusesAnOutage(t *testing.T) {
 	if got := tr.Overdue(to); !slices.Equal(got, []string{"long-quiet"}) {
 		t.Errorf("Overdue at the end of the outage = %v, want [long-quiet]", got)
 	}
-	if got := tr.Fading(to); !slices.Equal(got, []string{"long-quiet"}) {
+	if got := tr.Quiet(to, grace).Fading; !slices.Equal(got, []string{"long-quiet"}) {
 		t.Errorf("Fading at the end of the outage = %v, want [long-quiet]", got)
+	}
+}
+
+// TestTrackerQuietCountsOnlyFreshSilences: the partition freeze is about
+// nodes going quiet together now. A node whose grace ran out more than a
+// window ago, or one already marked Unknown when first observed, is old
+// news: it is not fading, however long it stays silent. Decided counts the
+// nodes known to live or to be going quiet.
+func TestTrackerQuietCountsOnlyFreshSilences(t *testing.T) {
+	const grace, window = 10 * time.Second, 10 * time.Second
+	tr := NewTracker()
+	judge := func(name string) {
+		tr.Judged(name, Verdict{State: StateHealthy, Grace: grace})
+	}
+	ready := nodeWithReady(corev1.ConditionTrue, "")
+	marked := nodeWithReady(corev1.ConditionUnknown, ReasonUnknown)
+	// Observed at t0: "dead" and "quiet" never heard again, "alive"
+	// renews its Lease, "marked" was already Unknown.
+	for _, name := range []string{"dead", "quiet", "alive"} {
+		tr.Observe(name, types.UID(name), PulseOf(ready, nil), t0)
+		judge(name)
+	}
+	tr.Observe("marked", "marked", PulseOf(marked, nil), t0)
+	judge("marked")
+	if q := tr.Quiet(t0.Add(time.Second), window); len(q.Fading) != 0 || q.Decided != 1 {
+		t.Fatalf("at 1s: %+v; want nothing fading and the marked node decided", q)
+	}
+	tr.HeardLease("alive", (&leaseState{renew: t0.Add(4 * time.Second)}).object(), t0.Add(4*time.Second))
+	q := tr.Quiet(t0.Add(5*time.Second), window)
+	slices.Sort(q.Fading)
+	if !slices.Equal(q.Fading, []string{"dead", "quiet"}) || q.Decided != 4 {
+		t.Fatalf("at 5s: %+v; want dead and quiet fading, all four decided", q)
+	}
+	// Past grace and window, the silent ones are no longer fading, but
+	// they stay decided.
+	q = tr.Quiet(t0.Add(grace+window+time.Second), window)
+	if !slices.Contains(q.Fading, "alive") || slices.Contains(q.Fading, "dead") || q.Decided != 4 {
+		t.Fatalf("at 21s: %+v; want only alive fading, all four decided", q)
+	}
+	// A heartbeat from the marked node makes it an ordinary node.
+	tr.HeardLease("marked", (&leaseState{renew: t0.Add(30 * time.Second)}).object(), t0.Add(30*time.Second))
+	if q := tr.Quiet(t0.Add(36*time.Second), window); !slices.Contains(q.Fading, "marked") {
+		t.Fatalf("at 36s: %+v; the marked node, heard at 30s, should be fading", q)
 	}
 }

@@ -71,8 +71,8 @@ func TestResolveRefusesWhatOnlyTheFlagsMakeInvalid(t *testing.T) {
 		{"grace not below the flags' eviction timeout",
 			v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(10 * time.Minute), NodeStartupGracePeriod: duration(10 * time.Minute)},
 			"podEvictionTimeout (5m0s) must be greater than nodeMonitorGracePeriod (10m0s)"},
-		{"grace above the flags' startup grace",
-			v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(2 * time.Minute)},
+		{"startup grace set below the grace",
+			v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(2 * time.Minute), NodeStartupGracePeriod: duration(time.Minute)},
 			"nodeStartupGracePeriod (1m0s) must be at least nodeMonitorGracePeriod (2m0s)"},
 		{"bad maxUnhealthy", v1alpha1.NodeHealthPolicySpec{MaxUnhealthy: ptr.To(intstr.FromString("lots"))}, "maxUnhealthy"},
 	}
@@ -81,6 +81,30 @@ func TestResolveRefusesWhatOnlyTheFlagsMakeInvalid(t *testing.T) {
 			p := newPolicy("p", 0, nil, tt.spec)
 			if _, err := Resolve(defaults, &p); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Resolve error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestResolveDerivesTheStartupGrace: a policy that sets a grace above the
+// flags' startup grace, and no startup grace of its own, gives a starting
+// node its grace; it is not refused for what it does not say.
+func TestResolveDerivesTheStartupGrace(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		grace, wanted time.Duration
+	}{
+		{"above the flags' startup grace", 2 * time.Minute, 2 * time.Minute},
+		{"below it", 30 * time.Second, defaults.Grace.Startup},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPolicy("p", 0, nil, v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(tt.grace)})
+			got, err := Resolve(defaults, &p)
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if got.Grace.Startup != tt.wanted {
+				t.Fatalf("startup grace %v, want %v", got.Grace.Startup, tt.wanted)
 			}
 		})
 	}
@@ -112,15 +136,23 @@ func TestSetPicksTheOldestPolicyThenTheFirstByName(t *testing.T) {
 	}
 }
 
-func TestSetLeavesInvalidPoliciesOut(t *testing.T) {
+// TestSetHoldsTheNodesOfInvalidPolicies: a policy invalid with the flags
+// still claims its nodes, on the flags' timing, and holds them; one whose
+// selector does not parse claims none.
+func TestSetHoldsTheNodesOfInvalidPolicies(t *testing.T) {
 	bad := newPolicy("bad", time.Hour, nil, v1alpha1.NodeHealthPolicySpec{})
 	bad.Spec.NodeSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Near"}}}
-	tooLong := newPolicy("too-long", time.Hour, nil, v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(time.Hour)})
+	tooLong := newPolicy("too-long", time.Hour, map[string]string{"k": "v"},
+		v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(time.Hour)})
 	set := NewSet(defaults, []v1alpha1.NodeHealthPolicy{bad, tooLong})
 	if len(set.Invalid) != 2 || set.Invalid["bad"] == nil || set.Invalid["too-long"] == nil {
 		t.Fatalf("Invalid = %v", set.Invalid)
 	}
-	if got := set.For(map[string]string{"k": "v"}); got.Pool != "" || got.Grace != defaults.Grace {
-		t.Fatalf("a node selected only by invalid policies follows %+v, want the defaults", got)
+	got := set.For(map[string]string{"k": "v"})
+	if got.Pool != "too-long" || got.Grace != defaults.Grace || !got.Disruption.Invalid {
+		t.Fatalf("a node selected by a policy invalid with the flags follows %+v, want the flags' grace, held", got)
+	}
+	if got := set.For(map[string]string{"k": "w"}); got.Pool != "" || got.Disruption.Invalid {
+		t.Fatalf("a node no valid selector selects follows %+v, want the defaults", got)
 	}
 }

@@ -26,9 +26,12 @@ type pool struct {
 }
 
 // NewSet resolves the policies against the defaults. A policy that cannot
-// be resolved (a selector the schema let through but that does not parse, or
-// settings invalid only in combination with the flags) selects no node and
-// is reported in Invalid.
+// be resolved is reported in Invalid, and fails closed: when its selector
+// parses (its settings are invalid only in combination with the flags), it
+// still claims the nodes it selects, which follow the flags' timing but are
+// held: no NoExecute taint, no pod marked NotReady or evicted, until it is
+// fixed or deleted. Editing a policy into something wrong must not release
+// what it held. A selector that does not parse selects no node.
 func NewSet(defaults Settings, policies []v1alpha1.NodeHealthPolicy) *Set {
 	ordered := slices.Clone(policies)
 	slices.SortFunc(ordered, func(a, b v1alpha1.NodeHealthPolicy) int {
@@ -45,7 +48,9 @@ func NewSet(defaults Settings, policies []v1alpha1.NodeHealthPolicy) *Set {
 		settings, err := Resolve(defaults, p)
 		if err != nil {
 			s.Invalid[p.Name] = err
-			continue
+			settings = defaults
+			settings.Pool = p.Name
+			settings.Disruption.Invalid = true
 		}
 		s.pools = append(s.pools, pool{selector: sel, settings: settings})
 	}

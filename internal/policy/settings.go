@@ -41,6 +41,12 @@ func Resolve(defaults Settings, p *v1alpha1.NodeHealthPolicy) (Settings, error) 
 	spec := &p.Spec
 	setDuration(&s.Grace.Monitor, spec.NodeMonitorGracePeriod)
 	setDuration(&s.Grace.Startup, spec.NodeStartupGracePeriod)
+	if spec.NodeStartupGracePeriod == nil && s.Grace.Startup < s.Grace.Monitor {
+		// A policy that lengthens the grace period but leaves the startup
+		// grace to the flags gives a starting node at least the grace a
+		// running one has.
+		s.Grace.Startup = s.Grace.Monitor
+	}
 	setDuration(&s.PodEvictionTimeout, spec.PodEvictionTimeout)
 	d := &s.Disruption
 	if spec.NodeEvictionRate != nil {
