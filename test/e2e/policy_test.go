@@ -279,17 +279,19 @@ var _ = Describe("NodeHealthPolicy", func() {
 		Eventually(warningsOn(x.Name)).Should(ContainElement(nodehealthpolicy.ReasonEvictionBlocked))
 		Expect(time.Now()).To(BeTemporally("<", x1Added.Add(timeoutX)), "the breaker tripped before the first node's pod was due")
 
-		By("Y evicting its failed node's pod while X holds both of its own past their deadline")
+		By("Y evicting its failed node's pod while X holds both of its own past their deadline, untainted")
 		Eventually(deleted(fleetPod(y1))).WithTimeout(time.Until(yAdded.Add(timeoutY)) + 5*time.Second).Should(BeTrue())
 		Expect(policyCondition(y.Name, v1alpha1.ConditionEvictionAllowed)(Default)).To(Equal("True/" + v1alpha1.ReasonAllowed))
+		Eventually(func() bool { return hasNoExecuteTaint(x1) }).Should(BeFalse(), "the held node kept its NoExecute taint")
 		Consistently(func(g Gomega) {
-			g.Expect(hasNoExecuteTaint(x2)).To(BeFalse(), "X's second failed node is not tainted NoExecute")
-			g.Expect(deleted(fleetPod(x1))(g)).To(BeFalse(), "the pod of X's first failed node is not evicted")
-			g.Expect(deleted(fleetPod(x2))(g)).To(BeFalse(), "the pod of X's second failed node is not evicted")
-			g.Expect(podReadyStatus(fleetPod(x2))(g)).To(Equal(corev1.ConditionFalse), "X's pods are still marked NotReady")
+			g.Expect(hasNoExecuteTaint(x1)).To(BeFalse(), "X's first failed node is tainted NoExecute again while held")
+			g.Expect(hasNoExecuteTaint(x2)).To(BeFalse(), "X's second failed node is tainted NoExecute")
+			g.Expect(deleted(fleetPod(x1))(g)).To(BeFalse(), "the pod of X's first failed node is evicted")
+			g.Expect(deleted(fleetPod(x2))(g)).To(BeFalse(), "the pod of X's second failed node is evicted")
+			g.Expect(podReadyStatus(fleetPod(x2))(g)).To(Equal(corev1.ConditionTrue), "a held pod is marked NotReady")
 		}).WithTimeout(time.Until(x1Added.Add(timeoutX)) + 2*time.Second).Should(Succeed())
 
-		By("X's first node coming back: the breaker resets and the held NoExecute taint goes ahead")
+		By("X's first node coming back: the breaker resets, and the held node is tainted with a fresh countdown")
 		f.Resume(x1)
 		Eventually(policyCondition(x.Name, v1alpha1.ConditionEvictionAllowed)).Should(Equal("True/" + v1alpha1.ReasonAllowed))
 		Eventually(func() []corev1.Taint { return getNode(x1).Spec.Taints }).Should(BeEmpty())
@@ -322,12 +324,12 @@ var _ = Describe("NodeHealthPolicy", func() {
 			To(ContainSubstring("maintenance"))
 		allReady(f)
 
-		By("a node of the paused pool failing: marked Unknown and tainted NoSchedule, its pod NotReady")
+		By("a node of the paused pool failing: marked Unknown and tainted NoSchedule, its pod left Ready")
 		dead := nodes[0]
 		f.Stop(dead)
 		marked := markedAt(dead, grace+5*time.Second)
 		Eventually(noScheduleTaints(dead)).Should(ConsistOf(unreachableTaint))
-		Eventually(podReadyStatus(fleetPod(dead))).Should(Equal(corev1.ConditionFalse))
+		Expect(podReadyStatus(fleetPod(dead))(Default)).To(Equal(corev1.ConditionTrue))
 
 		By("no NoExecute taint and no eviction while paused, past the pod's timeout")
 		Consistently(func(g Gomega) {
@@ -336,9 +338,10 @@ var _ = Describe("NodeHealthPolicy", func() {
 		}).WithTimeout(time.Until(marked.Add(timeout)) + 2*time.Second).Should(Succeed())
 		Expect(readyStatus(dead)(Default)).To(Equal(markedUnknown))
 
-		By("lifting the pause: the node is tainted and its pod evicted, without a restart")
+		By("lifting the pause: the node is tainted, its pod marked NotReady and evicted, without a restart")
 		updatePolicy(p.Name, func(s *v1alpha1.NodeHealthPolicySpec) { s.PauseRequests = nil })
 		added := unreachableAdded(dead)
+		Eventually(podReadyStatus(fleetPod(dead))).Should(Equal(corev1.ConditionFalse))
 		Eventually(policyCondition(p.Name, v1alpha1.ConditionEvictionAllowed)).Should(Equal("True/" + v1alpha1.ReasonAllowed))
 		Eventually(deleted(fleetPod(dead))).WithTimeout(time.Until(added.Add(timeout)) + 5*time.Second).Should(BeTrue())
 		for _, n := range nodes[1:] {

@@ -116,6 +116,12 @@ func startController(tune ...func(*controllers.Options)) (stop func()) {
 // returned stop cancels it and waits for it to end; it runs at the end of
 // the spec too.
 func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
+	return runManagerOn(cfg, mgrOpts, tune...)
+}
+
+// runManagerOn is runManager with the manager reaching the apiserver by
+// restCfg.
+func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
 	o := ctrl.Options{
 		Scheme:                 scheme.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -136,7 +142,7 @@ func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options))
 	for _, t := range tune {
 		t(&opts)
 	}
-	mgr, err := controllers.NewManager(cfg, o, opts)
+	mgr, err := controllers.NewManager(restCfg, o, opts)
 	Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())

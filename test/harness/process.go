@@ -73,6 +73,19 @@ func (p *Process) WaitReady(ctx context.Context, client *http.Client, url string
 	}
 }
 
+// Kill ends the process with SIGKILL, as a crash or the OOM killer would:
+// it releases nothing and finishes nothing. It returns once the process has
+// exited.
+func (p *Process) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // Stop asks the process to shut down with SIGTERM and waits for it, killing
 // it if it takes longer than grace. An exit status other than zero is not an
 // error: some binaries report the signal that way.

@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+)
+
+// noLifecycleNoExecuteEver checks that no version of the nodes the history
+// recorded ever carried a node lifecycle NoExecute taint.
+func noLifecycleNoExecuteEver(h *nodeHistory, nodes []string) {
+	GinkgoHelper()
+	for _, n := range nodes {
+		for _, v := range h.of(n) {
+			Expect(lifecycleNoExecute(v.node)).To(BeEmpty(), "node %s tainted NoExecute at %v", n, v.at)
+		}
+	}
+}
+
+// podsStayIntact checks, for d, that every pod of the fleet (one a node)
+// is still there, neither deleted nor marked NotReady.
+func podsStayIntact(f *fleet.Fleet, d time.Duration) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		pods := fleetPods(f)(g)
+		g.Expect(pods).To(HaveLen(len(f.Nodes())))
+		podsIntact(g, pods)
+	}).WithTimeout(d).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+var _ = Describe("Partition across failover and restart", Label("faults"), func() {
+	It("keeps the freeze when the leader is SIGKILLed mid-partition, when its standby takes over, and when a process starts long after the marks: no NoExecute taint, no pod marked NotReady or deleted", func() {
+		const zones, perZone, silentPerZone = 2, 5, 4
+		id := rand.String(5)
+		region := "fo-" + id
+		leaseName := "nlc-failover-" + id
+		f := startFleet(zones*perZone, zones, func(o *fleet.Options) { o.Region = region })
+		h := recordNodes(corev1.LabelTopologyRegion + "=" + region)
+		// Zones count as partially disrupted only when wholly down, so that
+		// the freeze alone holds the silent nodes.
+		zoneFlag := "--unhealthy-zone-threshold=1"
+		leader := startControllerProcess("a-"+id, leaseName, zoneFlag)
+		Eventually(leaderLease(leaseName)).Should(HaveField("HolderIdentity", Not(BeNil())))
+		standby := startControllerProcess("b-"+id, leaseName, zoneFlag)
+		allReady(f)
+
+		By("80% of every zone losing its heartbeats at once, and the leader marking them")
+		var silent []string
+		for _, z := range f.Zones() {
+			silent = append(silent, f.InZone(z)[:silentPerZone]...)
+		}
+		partitioned := time.Now()
+		f.Partition(silent...)
+		Eventually(func(g Gomega) {
+			for _, n := range silent {
+				g.Expect(readyStatus(n)(g)).To(Equal(markedUnknown))
+			}
+		}).WithTimeout(grace + 10*time.Second).Should(Succeed())
+		Eventually(freezeEventsSince(partitioned)).Should(ContainElement(nodehealth.ReasonPartitionFreeze))
+
+		By("the leader SIGKILLed, its Lease not released, and the standby taking over")
+		leader.Kill()
+		podsStayIntact(f, leaseDuration+grace+evictTimeout+2*time.Second)
+
+		By("the standby SIGKILLed too, and a new process started once the marks are older than a grace period")
+		standby.Kill()
+		podsStayIntact(f, 2*grace)
+		startControllerProcess("c-"+id, leaseName, zoneFlag)
+		podsStayIntact(f, leaseDuration+grace+evictTimeout+2*time.Second)
+		noLifecycleNoExecuteEver(h, f.Nodes())
+
+		By("the partition healing: every node Ready and untainted, every pod there")
+		f.Resume(silent...)
+		allReady(f)
+		podsStayIntact(f, grace)
+		noLifecycleNoExecuteEver(h, f.Nodes())
+	})
+})
+
+var _ = Describe("Attrition", Label("faults"), func() {
+	It("evicts every node of a small cluster that dies one at a time, the third as the first, before and after a restart, and never freezes", func() {
+		const nodes = 5
+		started := time.Now()
+		// One zone, counted partially disrupted only when wholly down:
+		// nothing but the freeze could hold these evictions.
+		tune := func(o *controllers.Options) { o.UnhealthyZoneThreshold = 1 }
+		stop := startController(tune)
+		f := startFleet(nodes, 1, func(o *fleet.Options) { o.Region = "at-" + rand.String(5) })
+		allReady(f)
+		names := f.Nodes()
+
+		die := func(n string) {
+			GinkgoHelper()
+			f.Stop(n)
+			Eventually(podsOn(n)).WithTimeout(grace+evictTimeout+10*time.Second).Should(BeEmpty(),
+				"the pod of %s, dead for longer than grace and eviction timeout, is still there", n)
+			// More than a freeze window apart, as nodes dying a minute
+			// apart are to a 50s grace.
+			Consistently(freezeEventsSince(started)).WithTimeout(grace).
+				ShouldNot(ContainElement(nodehealth.ReasonPartitionFreeze))
+		}
+		By("three nodes dying one after the other")
+		for _, n := range names[:3] {
+			die(n)
+		}
+
+		By("the controller restarted, finding three nodes marked long ago")
+		stop()
+		startController(tune)
+		Consistently(freezeEventsSince(started)).WithTimeout(2 * grace).
+			ShouldNot(ContainElement(nodehealth.ReasonPartitionFreeze))
+
+		By("a fourth node dying after the restart")
+		die(names[3])
+		Expect(podsOn(names[4])()).To(HaveLen(1), "the last live node lost its pod")
+	})
+})
+
+// oddProxy stands between the controller and the apiserver as a proxy that
+// answers oddly would: /readyz with a failing check or refused, event writes refused,
+// some patches throttled and some node reads failed, all with the
+// apiserver there behind it. It counts what it made up.
+type oddProxy struct {
+	server                            *httptest.Server
+	readyz, refused, throttled, broke atomic.Int64
+	patches, nodeReads                atomic.Int64
+}
+
+func startOddProxy() *oddProxy {
+	target, err := url.Parse(cfg.Host)
+	Expect(err).NotTo(HaveOccurred())
+	transport, err := rest.TransportFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	upstream := httputil.NewSingleHostReverseProxy(target)
+	upstream.Transport = transport
+	upstream.FlushInterval = -1 // watches stream
+	p := &oddProxy{}
+	p.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/readyz" && p.readyz.Add(1)%2 == 0:
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+			return
+		case r.URL.Path == "/readyz":
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
+			return
+		case strings.Contains(r.URL.Path, "/events") && r.Method == http.MethodPost:
+			p.refused.Add(1)
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+			return
+		case r.Method == http.MethodPatch && p.patches.Add(1)%4 == 0:
+			p.throttled.Add(1)
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
+			return
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") && p.nodeReads.Add(1)%3 == 0:
+			p.broke.Add(1)
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+			return
+		}
+		upstream.ServeHTTP(w, r)
+	}))
+	p.server.StartTLS()
+	DeferCleanup(p.server.Close)
+	return p
+}
+
+// config is a client configuration that reaches the apiserver through the
+// proxy, trusting the proxy's certificate.
+func (p *oddProxy) config() *rest.Config {
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.server.Certificate().Raw})
+	return &rest.Config{Host: p.server.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+}
+
+var _ = Describe("An apiserver answering oddly", Label("faults"), func() {
+	It("is not taken for an outage: with leader election off, a node that stops is marked and its pod evicted, the live ones never, and no time is excused", func() {
+		p := startOddProxy()
+		outagesBefore := histogram("node_lifecycle_apiserver_outage_seconds").GetSampleCount()
+		runManagerOn(p.config(), nil)
+		f := startFleet(4, 2)
+		allReady(f)
+
+		By("one node stopping behind a proxy that fails readiness checks, refuses events, throttles patches and fails node reads")
+		dead, live := f.Nodes()[0], f.Nodes()[1:]
+		livePods := podsOn(live...)()
+		f.Stop(dead)
+		Eventually(readyStatus(dead)).WithTimeout(grace + 10*time.Second).Should(Equal(markedUnknown))
+		Eventually(podsOn(dead)).WithTimeout(evictTimeout + 10*time.Second).Should(BeEmpty())
+		Consistently(func(g Gomega) {
+			nodesReadyAndUntainted(live...)(g)
+			g.Expect(podsOn(live...)()).To(ConsistOf(livePods))
+		}).WithTimeout(2 * grace).Should(Succeed())
+
+		Expect(p.readyz.Load()).To(BeNumerically(">", 0), "the controller never probed /readyz")
+		Expect(p.throttled.Load()+p.broke.Load()).To(BeNumerically(">", 0), "the proxy made nothing up")
+		Expect(histogram("node_lifecycle_apiserver_outage_seconds").GetSampleCount()).To(Equal(outagesBefore),
+			"answers from an apiserver that was there were taken for an outage")
+	})
+})
+
+var _ = Describe("Apiserver hang right after a node dies", Label("faults"), func() {
+	It("marks no live node for a hang of several grace periods, and still marks the node that stopped just before it and evicts its pod", func() {
+		const outage = 5 * time.Second
+		startController()
+		f := startFleet(6, 3, func(o *fleet.Options) { o.MaxBackoff = 300 * time.Millisecond })
+		Eventually(nodesReadyAndUntainted(f.Nodes()...)).Should(Succeed())
+		dead, live := f.Nodes()[0], f.Nodes()[1:]
+		livePods := podsOn(live...)()
+
+		By("the node stopping, and the apiserver hanging before its grace runs out")
+		f.Stop(dead)
+		apiServerHang.start()
+		ended := false
+		DeferCleanup(func() {
+			if !ended {
+				apiServerHang.end()
+			}
+		})
+		Consistently(apiServerAnswers).WithTimeout(outage).WithPolling(200 * time.Millisecond).ShouldNot(Succeed())
+		apiServerHang.end()
+		ended = true
+		back := time.Now()
+
+		By("no live node marked or tainted, and the dead one marked and evicted in bounded time")
+		Consistently(func(g Gomega) {
+			nodesReadyAndUntainted(live...)(g)
+			g.Expect(podsOn(live...)()).To(ConsistOf(livePods))
+		}).WithTimeout(2*grace + monitorPeriod).Should(Succeed())
+		Eventually(readyStatus(dead)).WithTimeout(30 * time.Second).Should(Equal(markedUnknown))
+		Eventually(podsOn(dead)).WithTimeout(time.Minute).Should(BeEmpty())
+		GinkgoWriter.Printf("node that died just before the hang: pod evicted %v after the apiserver came back\n",
+			time.Since(back).Round(time.Second))
+		nodesReadyAndUntainted(live...)(Default)
+	})
+})
+
+// heldFirstRead builds the manager's client so that the first read of the
+// named Node waits until release is closed, telling reached when it starts:
+// the node's first reconcile can then be kept until the spec has deleted it.
+func heldFirstRead(name string, reached chan<- struct{}, release <-chan struct{}) func(*rest.Config, client.Options) (client.Client, error) {
+	var once sync.Once
+	return func(config *rest.Config, options client.Options) (client.Client, error) {
+		c, err := client.NewWithWatch(config, options)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(c, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, isNode := obj.(*corev1.Node); isNode && key.Name == name {
+					once.Do(func() {
+						close(reached)
+						<-release
+					})
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		}), nil
+	}
+}
+
+var _ = Describe("A node deleted between seeding and its first reconcile", Label("faults"), func() {
+	It("leaves no ghost: the zone it was in is fully disrupted, every zone is down, and nothing is tainted NoExecute or evicted", func() {
+		zone := "gh-" + rand.String(5)
+		dead, ghost := newNodeName(), newNodeName()
+		createNode(dead, corev1.ConditionUnknown)
+		createNode(ghost, corev1.ConditionTrue)
+		for _, n := range []string{dead, ghost} {
+			inZone(n, zone)
+		}
+		pod := createPod("ghost-spec-"+rand.String(5), dead)
+
+		reached, release := make(chan struct{}), make(chan struct{})
+		released := false
+		DeferCleanup(func() {
+			if !released {
+				close(release)
+			}
+		})
+		mgr, _ := runManager(func(o *ctrl.Options) { o.NewClient = heldFirstRead(ghost, reached, release) })
+		Eventually(reached).Should(BeClosed())
+
+		By("the Ready node deleted while its first reconcile waits, after the guard counted it")
+		deleteNode(ghost)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(mgr.GetCache().Get(context.Background(), client.ObjectKey{Name: ghost}, &corev1.Node{}))
+		}).Should(BeTrue())
+		close(release)
+		released = true
+
+		By("the dead node, alone in the cluster, held as every zone being down holds it")
+		Consistently(func(g Gomega) {
+			g.Expect(hasNoExecuteTaint(dead)).To(BeFalse(), "the dead node was tainted NoExecute")
+			g.Expect(deleted(pod)(g)).To(BeFalse(), "its pod was evicted")
+		}).WithTimeout(grace + evictTimeout + 2*time.Second).Should(Succeed())
+	})
+})

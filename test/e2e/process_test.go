@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
+)
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+)
+
+// controllerBinary builds the controller's binary once per suite, with the
+// race detector as the suite itself runs, and returns its path.
+func controllerBinary() string {
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "e2e-controller-")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = os.RemoveAll(dir) })
+		path := filepath.Join(dir, "node-lifecycle-controller")
+		cmd := exec.Command("go", "build", "-race", "-o", path, ".")
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+		binaryPath = path
+	})
+	Expect(binaryPath).NotTo(BeEmpty(), "the controller binary failed to build in an earlier spec")
+	return binaryPath
+}
+
+// startControllerProcess runs the controller's binary as a process of its
+// own, with the suite's short timings and the flags given after them, its
+// output going to the spec's log. It contends for the named leader election
+// Lease in the default namespace, with timings short enough for a handover
+// in seconds. It returns once the process serves its probes; the spec's end
+// stops it.
+func startControllerProcess(name, leaseName string, flags ...string) *harness.Process {
+	GinkgoHelper()
+	dir := GinkgoT().TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	Expect(harness.WriteKubeconfig(testEnv, "node-lifecycle-controller-"+name, kubeconfig)).To(Succeed())
+	probeAddr, err := harness.FreeLocalAddr()
+	Expect(err).NotTo(HaveOccurred())
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=true",
+		"--leader-elect-namespace=default",
+		"--leader-elect-id=" + leaseName,
+		"--leader-elect-lease-duration=" + leaseDuration.String(),
+		"--leader-elect-renew-deadline=" + renewDeadline.String(),
+		"--leader-elect-retry-period=" + retryPeriod.String(),
+		"--node-monitor-grace-period=" + grace.String(),
+		"--node-startup-grace-period=" + startupGrace.String(),
+		"--node-monitor-period=" + monitorPeriod.String(),
+		"--pod-eviction-timeout=" + evictTimeout.String(),
+		"--node-eviction-rate=" + strconv.Itoa(evictionRate),
+		"--partition-freeze-cooldown=" + grace.String(),
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=" + probeAddr,
+	}, flags...)
+	p, err := harness.StartProcess(controllerBinary(), args, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = p.Stop(10 * time.Second) })
+	Expect(p.WaitReady(context.Background(), http.DefaultClient, "http://"+probeAddr+"/readyz", time.Minute)).To(Succeed())
+	return p
+}
