@@ -25,7 +25,7 @@ func WriteText(w io.Writer, r Report) error {
 	var b strings.Builder
 	now := r.GeneratedAt
 	if r.PartitionFreeze != nil {
-		fmt.Fprintf(&b, "PARTITION FREEZE since %s (%s ago): no NoExecute taint is added and no pod is evicted anywhere\n",
+		fmt.Fprintf(&b, "PARTITION FREEZE since %s (%s ago): every node is held: no NoExecute taint, no pod marked NotReady or evicted\n",
 			clock(*r.PartitionFreeze), ago(now.Sub(*r.PartitionFreeze)))
 	}
 	if r.AllZonesDown {

@@ -228,6 +228,8 @@ func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[st
 		return HeldAllDown
 	case blocked[s.Pool] != "":
 		return HeldByPolicy + blocked[s.Pool]
+	case s.Disruption.Invalid:
+		return HeldByPolicy + "not in force (see its Accepted condition), and its nodes held until it is fixed or deleted"
 	case s.Disruption.HaltFullZones && zone == disruption.ZoneFullDisruption:
 		return HeldByPolicy + "zone fully disrupted, and fullDisruption is Halt"
 	}

@@ -150,4 +150,16 @@ func TestReportSaysWhatHoldsEvictionBack(t *testing.T) {
 			t.Fatalf("node %+v", n)
 		}
 	})
+	t.Run("policy not in force", func(t *testing.T) {
+		in := storyInput()
+		// Valid alone, but its grace is not below the flags' timeout.
+		p := v1alpha1.NodeHealthPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pool"},
+			Spec: v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: &metav1.Duration{Duration: time.Hour}}}
+		in.PolicyObjects = []v1alpha1.NodeHealthPolicy{p}
+		in.Policies = policy.NewSet(defaults, in.PolicyObjects)
+		n := Build(in).Unhealthy[0]
+		if n.Pool != "pool" || !strings.Contains(n.Held, "not in force") {
+			t.Fatalf("node %+v", n)
+		}
+	})
 }
