@@ -64,7 +64,7 @@ test: envtest-assets kustomize ## Run every test with the race detector, against
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ## Run only the fault suite (apiserver crash and hang, controller crashes, leader failover, lagging watch, partition, flapping, clock skew, policy churn, malformed objects); make test runs it too.
+test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, controller crashes, leader failover, failover mid-partition, attrition, lagging watch, partition, flapping, clock skew, policy churn and holds, malformed objects); make test runs it too.
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
 
 FUZZTIME ?= 30s

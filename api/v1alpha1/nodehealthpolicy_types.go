@@ -40,7 +40,8 @@ type NodeHealthPolicySpec struct {
 	// +optional
 	NodeMonitorGracePeriod *metav1.Duration `json:"nodeMonitorGracePeriod,omitempty"`
 	// NodeStartupGracePeriod is the grace period of a node that has never
-	// posted a Ready condition (--node-startup-grace-period).
+	// posted a Ready condition (--node-startup-grace-period). Unset, it is
+	// the flag's, or nodeMonitorGracePeriod when that is longer.
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="nodeStartupGracePeriod must be positive"
 	// +optional
 	NodeStartupGracePeriod *metav1.Duration `json:"nodeStartupGracePeriod,omitempty"`
