@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -312,5 +313,39 @@ var _ = Describe("A node deleted between seeding and its first reconcile", Label
 			g.Expect(hasNoExecuteTaint(dead)).To(BeFalse(), "the dead node was tainted NoExecute")
 			g.Expect(deleted(pod)(g)).To(BeFalse(), "its pod was evicted")
 		}).WithTimeout(grace + evictTimeout + 2*time.Second).Should(Succeed())
+	})
+})
+
+var _ = Describe("A freeze beside long-dead nodes", Label("faults"), func() {
+	It("is set off by the nodes that go silent together, not by nodes marked an hour ago, and ends when they return while the dead stay", func() {
+		started := time.Now()
+		zone := "ld-" + rand.String(5)
+		By("four nodes found marked Unknown, ten minutes apart, an hour ago")
+		for i := range 4 {
+			n := newNodeName()
+			createNode(n, "")
+			inZone(n, zone)
+			at := metav1.NewTime(started.Add(-time.Hour + time.Duration(i)*10*time.Minute))
+			setConditions(n, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+				Reason: "NodeStatusUnknown", LastHeartbeatTime: at, LastTransitionTime: at})
+		}
+		// At 0.4, those four are enough for a freeze if they count; zones
+		// count as partially disrupted only when wholly down.
+		startController(func(o *controllers.Options) { o.PartitionFreezeThreshold, o.UnhealthyZoneThreshold = 0.4, 1 })
+		f := startFleet(6, 2, func(o *fleet.Options) { o.Region = zone })
+		allReady(f)
+		Consistently(freezeEventsSince(started)).WithTimeout(2 * grace).
+			ShouldNot(ContainElement(nodehealth.ReasonPartitionFreeze))
+
+		By("the six live nodes going silent together, and coming back")
+		partitioned := time.Now()
+		f.Partition(f.Nodes()...)
+		Eventually(freezeEventsSince(partitioned)).WithTimeout(grace + 5*time.Second).
+			Should(ContainElement(nodehealth.ReasonPartitionFreeze))
+		f.Resume(f.Nodes()...)
+		allReady(f)
+		Eventually(freezeEventsSince(partitioned)).WithTimeout(2*grace + 5*time.Second).
+			Should(ContainElement(nodehealth.ReasonPartitionFreezeEnded))
+		podsStayIntact(f, grace)
 	})
 })
