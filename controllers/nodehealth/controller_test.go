@@ -324,6 +324,13 @@ func TestKubeletNotReadySwapsTheNoExecuteTaintAtOnce(t *testing.T) {
 	if !hasTaint(got, corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute) || hasTaint(got, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
 		t.Fatalf("taints: %v", got.Spec.Taints)
 	}
+	// One failure, one countdown: the swap keeps the first taint's time.
+	for _, taint := range got.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady && taint.Effect == corev1.TaintEffectNoExecute &&
+			(taint.TimeAdded == nil || !taint.TimeAdded.Equal(&added)) {
+			t.Fatalf("swapped taint added %v, want %v", taint.TimeAdded, added)
+		}
+	}
 }
 
 func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {

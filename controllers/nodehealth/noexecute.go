@@ -96,11 +96,16 @@ func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, 
 }
 
 // setNoExecute leaves the node with exactly the given lifecycle NoExecute
-// taint ("" for none), timed now if it is new; other taints are kept.
+// taint ("" for none); other taints are kept. A new taint is timed now,
+// unless it replaces the other lifecycle taint: a node that goes from not
+// ready to unreachable, or back, is one failure, and its pods' countdowns
+// keep the time the first taint was added. A flapping node must not restart
+// them by swapping.
 func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key string, now time.Time) error {
 	out := make([]corev1.Taint, 0, len(node.Spec.Taints)+1)
 	changed := false
 	present := false
+	var swapped *metav1.Time
 	for _, t := range node.Spec.Taints {
 		lifecycle := t.Effect == corev1.TaintEffectNoExecute &&
 			(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)
@@ -109,6 +114,9 @@ func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key st
 			present = true
 			out = append(out, t)
 		case lifecycle:
+			if t.TimeAdded != nil && (swapped == nil || t.TimeAdded.Before(swapped)) {
+				swapped = t.TimeAdded
+			}
 			changed = true
 		default:
 			out = append(out, t)
@@ -116,6 +124,9 @@ func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key st
 	}
 	if key != "" && !present {
 		added := metav1.NewTime(now)
+		if swapped != nil && swapped.Time.Before(now) {
+			added = *swapped
+		}
 		out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
 		changed = true
 	}
