@@ -61,11 +61,11 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 
 .PHONY: test
 test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize).
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./...
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-faults
 test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, controller crashes, leader failover, failover mid-partition, attrition, lagging watch, partition, flapping, clock skew, policy churn and holds, malformed objects); make test runs it too.
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
 
 FUZZTIME ?= 30s
 .PHONY: fuzz
