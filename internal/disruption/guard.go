@@ -548,15 +548,7 @@ func (g *Guard) destructiveAllowed() (bool, string) {
 // cluster-wide holds, then its pool's and its zone's, then the wait after
 // start.
 func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if why := g.hold(name); why != "" {
-		return false, why
-	}
-	if g.deciding {
-		return false, HeldDeciding
-	}
-	return true, ""
+	return g.allowedFor(name, true)
 }
 
 // PodMarkingAllowedFor reports whether the named node's pods may be marked
@@ -564,18 +556,20 @@ func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
 // too, but for every zone being down, where the pods are marked as
 // kube-controller-manager marks them.
 func (g *Guard) PodMarkingAllowedFor(name string) (bool, string) {
+	return g.allowedFor(name, false)
+}
+
+func (g *Guard) allowedFor(name string, haltHolds bool) (bool, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if frozen, _ := g.freeze.Frozen(); frozen {
-		return false, HeldFrozen
+	why := g.hold(name)
+	if why == HeldHalted && !haltHolds {
+		why = g.nodeHold(g.nodes[name])
 	}
-	if why := g.nodeHold(g.nodes[name]); why != "" {
-		return false, why
+	if why == "" && g.deciding {
+		why = HeldDeciding
 	}
-	if g.deciding {
-		return false, HeldDeciding
-	}
-	return true, ""
+	return why == "", why
 }
 
 // Hold returns why the named node is held, or "": a partition freeze,
@@ -594,14 +588,6 @@ func (g *Guard) hold(name string) string {
 		return why
 	}
 	return g.nodeHold(g.nodes[name])
-}
-
-// Deciding reports whether destructive work still waits, after Seed, for
-// the guard to know enough of every node.
-func (g *Guard) Deciding() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.deciding
 }
 
 // PoolHold reports why the named pool holds NoExecute taints and evictions

@@ -32,11 +32,11 @@ type entry struct {
 	// observation: the node is known to be alive since the controller
 	// started watching it.
 	heard bool
-	// marked is true for a node whose Ready condition was Unknown when it
-	// was first observed, and that has not been heard since: its silence
-	// began before this process, and it is evidence of the fault, not a
-	// node going quiet now.
-	marked bool
+	// firstUnknown is true for a node whose Ready condition was Unknown
+	// when it was first observed. Until it is heard, its silence began
+	// before this process: it is evidence of the fault, not a node going
+	// quiet now.
+	firstUnknown bool
 }
 
 // Observation is what the tracker knows of a node after an observation.
@@ -69,13 +69,13 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 			e = &entry{}
 			t.nodes[name] = e
 		}
-		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state, marked: p.ReadyUnknown}
+		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state, firstUnknown: p.ReadyUnknown}
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
 		e.lastHeartbeat = now
 		e.pulse = p
-		e.heard, e.marked = true, false
+		e.heard = true
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}
 	// A Lease that disappeared is remembered as gone, so that a new one
@@ -102,7 +102,7 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 		return false
 	}
 	e.pulse, e.lastHeartbeat = p, now
-	e.heard, e.marked = true, false
+	e.heard = true
 	return true
 }
 
@@ -120,7 +120,7 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
 		return false
 	}
 	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
-	e.heard, e.marked = true, false
+	e.heard = true
 	return true
 }
 
@@ -230,7 +230,7 @@ func (t *Tracker) Quiet(now time.Time, window time.Duration) Quiet {
 		if e.grace == 0 {
 			continue
 		}
-		if e.marked {
+		if e.firstUnknown && !e.heard {
 			q.Decided++
 			continue
 		}
