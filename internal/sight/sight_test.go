@@ -13,6 +13,31 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// recorded is a Monitor on a fake clock at t0, with the outages it has
+// reported.
+type recorded struct {
+	*Monitor
+	clock   *clocktesting.FakeClock
+	outages []Outage
+}
+
+func newRecorded() *recorded {
+	r := &recorded{clock: clocktesting.NewFakeClock(t0)}
+	r.Monitor = New(r.clock)
+	r.OnRegained(func(o Outage) { r.outages = append(r.outages, o) })
+	return r
+}
+
+// send sends one request through the monitored transport rt.
+func send(rt http.RoundTripper) {
+	req, _ := http.NewRequest(http.MethodGet, "https://apiserver/api", nil)
+	if resp, err := rt.RoundTrip(req); err == nil {
+		_ = resp.Body.Close()
+	}
+}
+
 // step is what the next request meets: an error, or a response code.
 type step struct {
 	err  error
@@ -37,7 +62,6 @@ func (s *scripted) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func TestMonitorReportsOutages(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	refused := &netError{syscall.ECONNREFUSED}
 	cases := []struct {
 		name  string
@@ -82,19 +106,13 @@ func TestMonitorReportsOutages(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(t0)
-			m := New(clk)
-			var got []Outage
-			m.OnRegained(func(o Outage) { got = append(got, o) })
-			rt := m.Wrap(&scripted{clock: clk, steps: tc.steps})
+			m := newRecorded()
+			rt := m.Wrap(&scripted{clock: m.clock, steps: tc.steps})
 			for range tc.steps {
-				req, _ := http.NewRequest(http.MethodGet, "https://apiserver/api", nil)
-				resp, err := rt.RoundTrip(req)
-				if err == nil {
-					_ = resp.Body.Close()
-				}
-				clk.Step(tc.gap)
+				send(rt)
+				m.clock.Step(tc.gap)
 			}
+			got := m.outages
 			if len(got) != len(tc.want) {
 				t.Fatalf("outages = %v, want %v", got, tc.want)
 			}
@@ -111,7 +129,6 @@ func TestMonitorReportsOutages(t *testing.T) {
 // apiserver went away may still come back answered; that says nothing of
 // the apiserver now.
 func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	m := New(clk)
 	regained := 0
@@ -156,19 +173,10 @@ func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
 // at once; when the probe gets no answer either, the outage counts from the
 // request that timed out, and the first answer after it ends it.
 func TestTimeoutConfirmedByTheProbe(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clocktesting.NewFakeClock(t0)
-	m := New(clk)
-	var got []Outage
-	m.OnRegained(func(o Outage) { got = append(got, o) })
+	m := newRecorded()
+	clk := m.clock
 	rt := m.Wrap(&scripted{clock: clk, steps: []step{{err: context.DeadlineExceeded, advance: 5 * time.Second}, {code: 200}}})
-	send := func() {
-		req, _ := http.NewRequest(http.MethodGet, "https://apiserver/api", nil)
-		if resp, err := rt.RoundTrip(req); err == nil {
-			_ = resp.Body.Close()
-		}
-	}
-	send()
+	send(rt)
 	if blind, _ := m.Blind(); blind {
 		t.Fatal("blind after one request timed out")
 	}
@@ -183,9 +191,9 @@ func TestTimeoutConfirmedByTheProbe(t *testing.T) {
 		t.Fatalf("Blind() = %v, %v; want true since %v", blind, since, t0)
 	}
 	clk.Step(time.Second)
-	send()
-	if want := (Outage{From: t0, To: t0.Add(7 * time.Second)}); len(got) != 1 || got[0] != want {
-		t.Fatalf("outages = %v, want [%v]", got, want)
+	send(rt)
+	if want := (Outage{From: t0, To: t0.Add(7 * time.Second)}); len(m.outages) != 1 || m.outages[0] != want {
+		t.Fatalf("outages = %v, want [%v]", m.outages, want)
 	}
 }
 
@@ -193,11 +201,8 @@ func TestTimeoutConfirmedByTheProbe(t *testing.T) {
 // the outage ended starts a new outage, but not before the end of the old
 // one: no span is excused twice.
 func TestSpanExcusedOnce(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clk := clocktesting.NewFakeClock(t0)
-	m := New(clk)
-	var got []Outage
-	m.OnRegained(func(o Outage) { got = append(got, o) })
+	m := newRecorded()
+	clk := m.clock
 	m.lost(t0)
 	clk.Step(10 * time.Second)
 	m.reached(clk.Now())
@@ -207,7 +212,7 @@ func TestSpanExcusedOnce(t *testing.T) {
 	clk.Step(3 * time.Second)
 	m.reached(clk.Now())
 	want := []Outage{{From: t0, To: t0.Add(10 * time.Second)}, {From: t0.Add(10 * time.Second), To: t0.Add(13 * time.Second)}}
-	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if got := m.outages; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("outages = %v, want %v", got, want)
 	}
 }

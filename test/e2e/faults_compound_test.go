@@ -39,17 +39,6 @@ func noLifecycleNoExecuteEver(h *nodeHistory, nodes []string) {
 	}
 }
 
-// podsStayIntact checks, for d, that every pod of the fleet (one a node)
-// is still there, neither deleted nor marked NotReady.
-func podsStayIntact(f *fleet.Fleet, d time.Duration) {
-	GinkgoHelper()
-	Consistently(func(g Gomega) {
-		pods := fleetPods(f)(g)
-		g.Expect(pods).To(HaveLen(len(f.Nodes())))
-		podsIntact(g, pods)
-	}).WithTimeout(d).WithPolling(200 * time.Millisecond).Should(Succeed())
-}
-
 var _ = Describe("Partition across failover and restart", Label("faults"), func() {
 	It("keeps the freeze when the leader is SIGKILLed mid-partition, when its standby takes over, and when a process starts long after the marks: no NoExecute taint, no pod marked NotReady or deleted", func() {
 		const zones, perZone, silentPerZone = 2, 5, 4
@@ -67,12 +56,8 @@ var _ = Describe("Partition across failover and restart", Label("faults"), func(
 		allReady(f)
 
 		By("80% of every zone losing its heartbeats at once, and the leader marking them")
-		var silent []string
-		for _, z := range f.Zones() {
-			silent = append(silent, f.InZone(z)[:silentPerZone]...)
-		}
 		partitioned := time.Now()
-		f.Partition(silent...)
+		silent := partitionEachZone(f, silentPerZone)
 		Eventually(func(g Gomega) {
 			for _, n := range silent {
 				g.Expect(readyStatus(n)(g)).To(Equal(markedUnknown))
@@ -82,19 +67,19 @@ var _ = Describe("Partition across failover and restart", Label("faults"), func(
 
 		By("the leader SIGKILLed, its Lease not released, and the standby taking over")
 		leader.Kill()
-		podsStayIntact(f, leaseDuration+grace+evictTimeout+2*time.Second)
+		podsStayIntact(f, zones*perZone, leaseDuration+grace+evictTimeout+2*time.Second)
 
 		By("the standby SIGKILLed too, and a new process started once the marks are older than a grace period")
 		standby.Kill()
-		podsStayIntact(f, 2*grace)
+		podsStayIntact(f, zones*perZone, 2*grace)
 		startControllerProcess("c-"+id, leaseName, zoneFlag)
-		podsStayIntact(f, leaseDuration+grace+evictTimeout+2*time.Second)
+		podsStayIntact(f, zones*perZone, leaseDuration+grace+evictTimeout+2*time.Second)
 		noLifecycleNoExecuteEver(h, f.Nodes())
 
 		By("the partition healing: every node Ready and untainted, every pod there")
 		f.Resume(silent...)
 		allReady(f)
-		podsStayIntact(f, grace)
+		podsStayIntact(f, zones*perZone, grace)
 		noLifecycleNoExecuteEver(h, f.Nodes())
 	})
 })
@@ -230,17 +215,7 @@ var _ = Describe("Apiserver hang right after a node dies", Label("faults"), func
 
 		By("the node stopping, and the apiserver hanging before its grace runs out")
 		f.Stop(dead)
-		apiServerHang.start()
-		ended := false
-		DeferCleanup(func() {
-			if !ended {
-				apiServerHang.end()
-			}
-		})
-		Consistently(apiServerAnswers).WithTimeout(outage).WithPolling(200 * time.Millisecond).ShouldNot(Succeed())
-		apiServerHang.end()
-		ended = true
-		back := time.Now()
+		back := apiServerHang.holdFor(outage)
 
 		By("no live node marked or tainted, and the dead one marked and evicted in bounded time")
 		Consistently(func(g Gomega) {
@@ -346,6 +321,6 @@ var _ = Describe("A freeze beside long-dead nodes", Label("faults"), func() {
 		allReady(f)
 		Eventually(freezeEventsSince(partitioned)).WithTimeout(2*grace + 5*time.Second).
 			Should(ContainElement(nodehealth.ReasonPartitionFreezeEnded))
-		podsStayIntact(f, grace)
+		podsStayIntact(f, len(f.Nodes()), grace)
 	})
 })

@@ -55,6 +55,28 @@ func podsIntact(g Gomega, pods []corev1.Pod) {
 	}
 }
 
+// podsStayIntact checks, for d, that the fleet's want pods are all still
+// there, neither deleted nor marked NotReady.
+func podsStayIntact(f *fleet.Fleet, want int, d time.Duration) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) {
+		pods := fleetPods(f)(g)
+		g.Expect(pods).To(HaveLen(want))
+		podsIntact(g, pods)
+	}).WithTimeout(d).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+// partitionEachZone cuts the first n nodes of every zone of the fleet off
+// at once and returns them.
+func partitionEachZone(f *fleet.Fleet, n int) []string {
+	var silent []string
+	for _, z := range f.Zones() {
+		silent = append(silent, f.InZone(z)[:n]...)
+	}
+	f.Partition(silent...)
+	return silent
+}
+
 // freezeEventsSince lists the reasons of the partition freeze events the
 // controller emitted after since; earlier specs' events are still there.
 func freezeEventsSince(since time.Time) func(g Gomega) []string {
@@ -218,18 +240,9 @@ var _ = Describe("Fleet partition", Label("faults"), func() {
 		h := recordNodes(corev1.LabelTopologyRegion + "=" + region)
 
 		By("80% of every zone losing its heartbeats at once")
-		var silent []string
-		for _, z := range f.Zones() {
-			silent = append(silent, f.InZone(z)[:silentPerZone]...)
-		}
 		partitioned := time.Now()
-		f.Partition(silent...)
-		Consistently(func(g Gomega) {
-			pods := fleetPods(f)(g)
-			g.Expect(pods).To(HaveLen(2 * zones * perZone))
-			podsIntact(g, pods)
-		}).WithTimeout(time.Until(partitioned.Add(grace + evictTimeout + 2*time.Second))).
-			WithPolling(200 * time.Millisecond).Should(Succeed())
+		silent := partitionEachZone(f, silentPerZone)
+		podsStayIntact(f, 2*zones*perZone, time.Until(partitioned.Add(grace+evictTimeout+2*time.Second)))
 		Expect(freezeEventsSince(partitioned)(Default)).To(ContainElement(nodehealth.ReasonPartitionFreeze))
 		Expect(freezeGauge()).To(Equal(1.0))
 
@@ -254,11 +267,7 @@ var _ = Describe("Fleet partition", Label("faults"), func() {
 			Should(ContainElement(nodehealth.ReasonPartitionFreezeEnded))
 		Expect(freezeGauge()).To(Equal(0.0))
 		// Nothing held during the freeze may go once it has ended.
-		Consistently(func(g Gomega) {
-			pods := fleetPods(f)(g)
-			g.Expect(pods).To(HaveLen(2 * zones * perZone))
-			podsIntact(g, pods)
-		}).WithTimeout(grace).WithPolling(200 * time.Millisecond).Should(Succeed())
+		podsStayIntact(f, 2*zones*perZone, grace)
 	})
 })
 

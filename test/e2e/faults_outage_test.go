@@ -65,18 +65,7 @@ var _ = Describe("Apiserver outage", Label("faults"), func() {
 			outagesBefore := histogram("node_lifecycle_apiserver_outage_seconds")
 
 			By("the apiserver " + o.what + ", out of reach for " + outage.String())
-			o.start()
-			ended := false
-			DeferCleanup(func() {
-				if !ended {
-					o.end()
-				}
-			})
-			Consistently(apiServerAnswers).WithTimeout(outage).WithPolling(200*time.Millisecond).
-				ShouldNot(Succeed(), "the apiserver answered during the outage")
-			o.end()
-			ended = true
-			back := time.Now()
+			back := o.holdFor(outage)
 
 			By("no live node marked, tainted or losing its pod for two grace periods after")
 			Consistently(func(g Gomega) {
@@ -100,6 +89,25 @@ var _ = Describe("Apiserver outage", Label("faults"), func() {
 		Entry("hang", apiServerHang),
 	)
 })
+
+// holdFor takes the apiserver out of reach for d, checking that it stays
+// so, and brings it back; it returns when it did. The spec's end brings it
+// back if the spec fails first.
+func (o apiServerOutage) holdFor(d time.Duration) (back time.Time) {
+	GinkgoHelper()
+	o.start()
+	ended := false
+	DeferCleanup(func() {
+		if !ended {
+			o.end()
+		}
+	})
+	Consistently(apiServerAnswers).WithTimeout(d).WithPolling(200*time.Millisecond).
+		ShouldNot(Succeed(), "the apiserver answered during the outage")
+	o.end()
+	ended = true
+	return time.Now()
+}
 
 // apiServerAnswers asks the apiserver for its version, giving up after a
 // moment, as a hung apiserver would keep an ordinary request forever.

@@ -18,16 +18,19 @@ import (
 
 var (
 	binaryOnce sync.Once
+	binaryDir  string
 	binaryPath string
 )
 
 // controllerBinary builds the controller's binary once per suite, with the
-// race detector as the suite itself runs, and returns its path.
+// race detector as the suite itself runs, and returns its path. The suite
+// removes it when it ends (removeControllerBinary), not the spec that
+// happened to build it.
 func controllerBinary() string {
 	binaryOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "e2e-controller-")
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { _ = os.RemoveAll(dir) })
+		binaryDir = dir
 		path := filepath.Join(dir, "node-lifecycle-controller")
 		cmd := exec.Command("go", "build", "-race", "-o", path, ".")
 		cmd.Dir = filepath.Join("..", "..")
@@ -37,6 +40,13 @@ func controllerBinary() string {
 	})
 	Expect(binaryPath).NotTo(BeEmpty(), "the controller binary failed to build in an earlier spec")
 	return binaryPath
+}
+
+// removeControllerBinary removes the binary controllerBinary built, if any.
+func removeControllerBinary() {
+	if binaryDir != "" {
+		Expect(os.RemoveAll(binaryDir)).To(Succeed())
+	}
 }
 
 // startControllerProcess runs the controller's binary as a process of its

@@ -101,6 +101,7 @@ var _ = AfterSuite(func() {
 	if certDir != "" {
 		Expect(os.RemoveAll(certDir)).To(Succeed())
 	}
+	removeControllerBinary()
 })
 
 // startController runs the controllers in a manager of their own until the
