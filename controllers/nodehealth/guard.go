@@ -53,7 +53,7 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, zone := range c.Zones {
-		setZoneMetrics(zone, r.Guard.Zone(zone))
+		publishZone(r.Guard, zone)
 	}
 	if len(c.Held) > 0 {
 		for _, pool := range c.Held {

@@ -1,6 +1,8 @@
 package nodehealth
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -79,15 +81,33 @@ func init() {
 // zoneLabel is a node's zone as a label value.
 func zoneLabel(node *corev1.Node) string { return disruption.ZoneKey(node) }
 
-func setZoneMetrics(id disruption.ZoneID, z disruption.ZoneSnapshot) {
+// zoneMetricsMu orders publications of zone metrics. Each reads the guard's
+// snapshot of a zone and writes it under the lock, so the last write is of
+// the newest snapshot: a worker holding an older one cannot bring back the
+// series of a zone that another has just deleted.
+var zoneMetricsMu sync.Mutex
+
+// publishZone brings a zone's gauges in line with the guard. A zone with no
+// counted node, which the guard forgets, loses its series: otherwise the
+// zone of a deleted or relabelled last node, or of a deleted pool, would stay
+// on dashboards for as long as the process runs.
+//
+// The NoExecute taint counter keeps its series: deleting a counter drops
+// the increments not yet scraped, and the last taints of a zone are often
+// added just before its nodes are deleted. Its series, one per zone and pool
+// ever tainted, go with the process.
+func publishZone(g *disruption.Guard, id disruption.ZoneID) {
+	zoneMetricsMu.Lock()
+	defer zoneMetricsMu.Unlock()
+	z := g.Zone(id)
 	size := z.Size()
+	if size == 0 {
+		deleteZoneMetrics(id)
+		return
+	}
 	zoneSize.WithLabelValues(id.Zone, id.Pool).Set(float64(size))
 	unhealthyNodes.WithLabelValues(id.Zone, id.Pool).Set(float64(z.NotReady))
-	health := 100.0
-	if size > 0 {
-		health = 100 * float64(z.Ready) / float64(size)
-	}
-	zoneHealth.WithLabelValues(id.Zone, id.Pool).Set(health)
+	zoneHealth.WithLabelValues(id.Zone, id.Pool).Set(100 * float64(z.Ready) / float64(size))
 	for _, s := range []disruption.ZoneState{disruption.ZoneNormal, disruption.ZonePartialDisruption, disruption.ZoneFullDisruption} {
 		v := 0.0
 		if s == z.State {
@@ -95,6 +115,14 @@ func setZoneMetrics(id disruption.ZoneID, z disruption.ZoneSnapshot) {
 		}
 		zoneStates.WithLabelValues(id.Zone, id.Pool, s.String()).Set(v)
 	}
+}
+
+// deleteZoneMetrics deletes the zone's gauge series.
+func deleteZoneMetrics(id disruption.ZoneID) {
+	zoneSize.DeleteLabelValues(id.Zone, id.Pool)
+	unhealthyNodes.DeleteLabelValues(id.Zone, id.Pool)
+	zoneHealth.DeleteLabelValues(id.Zone, id.Pool)
+	zoneStates.DeletePartialMatch(prometheus.Labels{"zone": id.Zone, "pool": id.Pool})
 }
 
 func setFreezeMetric(frozen bool) {
