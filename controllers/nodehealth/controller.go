@@ -280,7 +280,9 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	markDelay.Observe(delay.Seconds())
 	log.Info("Marked node unreachable", "lastHeartbeat", obs.LastHeartbeat, "deadline", v.Deadline,
 		"delay", delay, "neverReported", v.NeverReported)
-	if wasReady == nil || wasReady.Status != corev1.ConditionUnknown {
+	// As with kube-controller-manager, only a node the mark took from Ready
+	// is announced: one already NotReady, or never ready, lost nothing.
+	if wasReady != nil && wasReady.Status == corev1.ConditionTrue {
 		r.eventNotReady(node)
 	}
 	return node, v, nil

@@ -53,6 +53,10 @@ func (r *Reconciler) eventRemoving(name string, uid types.UID) {
 		"Node %s event: Removing Node %s from Controller", name, name)
 }
 
+// eventNotReady announces a node the controller has just marked Unknown. The
+// caller emits it only when the mark took the Ready condition from True, as
+// kube-controller-manager does: a node already NotReady reported that
+// itself, and a node never ready has no readiness to lose.
 func (r *Reconciler) eventNotReady(node *corev1.Node) {
 	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonNodeNotReady, actionMarkUnreachable,
 		"Node %s status is now: NodeNotReady", node.Name)
