@@ -21,6 +21,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/apiclock"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
@@ -122,14 +123,18 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts Options) (ctrl.Mana
 		clk = clock.RealClock{}
 	}
 	opts.Sight = sight.New(clk)
+	// The apiserver's clock advances by this process's monotonic clock,
+	// never by a clock a test or a step of the host's could move.
+	apiClock := apiclock.New(clock.RealClock{})
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(opts.Sight.Wrap)
+	cfg.Wrap(apiClock.Wrap)
 	mgrOpts.Cache = CacheOptions()
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	if err := SetupWithManager(mgr, opts); err != nil {
+	if err := setup(mgr, opts, apiClock); err != nil {
 		return nil, err
 	}
 	// A hung apiserver fails no request of the controllers; the probe's,
@@ -149,7 +154,18 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts Options) (ctrl.Mana
 
 // SetupWithManager adds the node lifecycle controllers to mgr. The manager's
 // cache must be built with CacheOptions.
+//
+// Unlike NewManager, which reads the apiserver's clock from its answers,
+// it measures eviction deadlines on Options.Clock: a replica whose clock
+// runs ahead of the one that added a taint evicts that much early.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	return setup(mgr, opts, nil)
+}
+
+// setup adds the controllers to mgr. apiClock, when set, times what is
+// written to the API and what is read from it: eviction deadlines, taints'
+// timeAdded and the marks a new leader reads.
+func setup(mgr ctrl.Manager, opts Options, apiClock *apiclock.Clock) error {
 	if err := opts.validate(); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
@@ -177,6 +193,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	var deadlines clock.PassiveClock = clk
+	if apiClock != nil {
+		deadlines = apiClock
+	}
 	r := &nodehealth.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -185,6 +205,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Tracker:   health.NewTracker(),
 		Grace:     defaults.Grace,
 		Guard:     guard,
+	}
+	if apiClock != nil {
+		r.APIClock = apiClock
 	}
 	var source *nodehealthpolicy.Source
 	if policies {
@@ -202,7 +225,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	pe := &podeviction.Reconciler{
 		Client:             mgr.GetClient(),
-		Clock:              clk,
+		Clock:              deadlines,
 		Recorder:           mgr.GetEventRecorder(podeviction.ControllerName),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},

@@ -47,6 +47,14 @@ const conflictRetryDelay = 20 * time.Millisecond
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
+// APIClock tells the time by the apiserver's clock, within bounds.
+type APIClock interface {
+	// Now returns the latest time the apiserver's clock has surely reached.
+	Now() time.Time
+	// Stamp returns a time the apiserver's clock has surely not reached.
+	Stamp() time.Time
+}
+
 // Reconciler judges one node per call and acts on the verdict.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
@@ -57,6 +65,12 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Clock times heartbeats and deadlines.
 	Clock clock.PassiveClock
+	// APIClock, when set, tells the apiserver's time (internal/apiclock):
+	// the NoExecute taints' timeAdded and the marks' lastTransitionTime are
+	// written by it, and marks read by it, so that a replica whose clock
+	// differs from the one that wrote them reads them alike. nil means
+	// Clock.
+	APIClock APIClock
 	// Recorder emits events on Nodes.
 	Recorder events.EventRecorder
 	// Tracker remembers heartbeats between calls.
@@ -132,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Asked again: the live read before a mark may have heard the node.
 	heard := r.Tracker.Heard(node.Name)
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now), now), now)
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now, r.apiNow(now)), now), now)
 	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)
@@ -183,14 +197,34 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes.Items))
+	apiNow := r.apiNow(now)
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		// Nothing is heard yet: a node already marked counts as silent
 		// since its mark.
-		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now)
+		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now, apiNow)
 	}
 	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
 	return nil
+}
+
+// apiNow returns the latest time the apiserver's clock has surely reached,
+// given the local now.
+func (r *Reconciler) apiNow(now time.Time) time.Time {
+	if r.APIClock == nil {
+		return now
+	}
+	return r.APIClock.Now()
+}
+
+// stamp returns the time to write into the API for something done now: one
+// the apiserver's clock has surely not reached, so that a countdown read
+// from it never ends early.
+func (r *Reconciler) stamp(now time.Time) time.Time {
+	if r.APIClock == nil {
+		return now
+	}
+	return r.APIClock.Stamp()
 }
 
 // settings returns the settings of the node's pool.
@@ -265,7 +299,7 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 		return node, again, nil
 	}
 
-	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now))
+	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(r.stamp(now)))
 	if !changed {
 		return node, v, nil
 	}

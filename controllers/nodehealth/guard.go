@@ -17,8 +17,11 @@ import (
 // mark, the Ready condition's lastTransitionTime, capped at now: that is
 // how a new leader or a restarted process tells the nodes that went silent
 // together in a partition from those that died long before it, and does
-// not take either for nodes going quiet now.
-func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now time.Time) disruption.NodeStatus {
+// not take either for nodes going quiet now. The mark was written by the
+// apiserver's clock, which apiNow reads: its age on that clock is carried
+// over to the local one, so that a replica whose clock runs ahead does not
+// take fresh marks for old ones.
+func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now, apiNow time.Time) disruption.NodeStatus {
 	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
 	ready := health.ReadyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionTrue {
@@ -28,10 +31,7 @@ func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, n
 		st.SilentSince = v.Deadline
 	}
 	if !heard && ready != nil && ready.Status == corev1.ConditionUnknown {
-		marked := ready.LastTransitionTime.Time
-		if marked.After(now) {
-			marked = now
-		}
+		marked := now.Add(-max(apiNow.Sub(ready.LastTransitionTime.Time), 0))
 		if st.SilentSince.IsZero() || marked.Before(st.SilentSince) {
 			st.SilentSince = marked
 		}

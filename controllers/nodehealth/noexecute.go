@@ -96,8 +96,8 @@ func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, 
 }
 
 // setNoExecute leaves the node with exactly the given lifecycle NoExecute
-// taint ("" for none); other taints are kept. A new taint is timed now,
-// unless it replaces the other lifecycle taint: a node that goes from not
+// taint ("" for none); other taints are kept. A new taint is timed now by
+// the apiserver's clock, unless it replaces the other lifecycle taint: a node that goes from not
 // ready to unreachable, or back, is one failure, and its pods' countdowns
 // keep the time the first taint was added. A flapping node must not restart
 // them by swapping.
@@ -123,8 +123,8 @@ func (r *Reconciler) setNoExecute(ctx context.Context, node *corev1.Node, key st
 		}
 	}
 	if key != "" && !present {
-		added := metav1.NewTime(now)
-		if swapped != nil && swapped.Time.Before(now) {
+		added := metav1.NewTime(r.stamp(now))
+		if swapped != nil && swapped.Before(&added) {
 			added = *swapped
 		}
 		out = append(out, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added})
