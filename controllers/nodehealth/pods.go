@@ -6,12 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/patch"
 )
 
 // podWorkers bounds how many pods of one node are written at once.
@@ -48,8 +48,11 @@ func (r *Reconciler) markPodNotReady(ctx context.Context, pod *corev1.Pod, now t
 			c.LastTransitionTime = metav1.NewTime(now)
 		}
 	}
-	if err := r.Client.Status().Patch(ctx, pod, client.StrategicMergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
+	// A strategic merge changes the Ready condition alone, and the UID keeps
+	// the patch off a new pod that took the name since the cache saw this
+	// one.
+	if err := r.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
+		if patch.Replaced(err) {
 			return nil
 		}
 		return fmt.Errorf("patch pod %s/%s status: %w", pod.Namespace, pod.Name, err)

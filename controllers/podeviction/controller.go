@@ -18,6 +18,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/patch"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
@@ -238,8 +239,11 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 
 	base := pod.DeepCopy()
 	if setDisruptionTarget(pod, metav1.NewTime(r.Clock.Now())) {
-		if err := r.Client.Status().Patch(ctx, pod, client.MergeFrom(base)); err != nil {
-			if apierrors.IsNotFound(err) {
+		// A strategic merge sets the one condition and keeps those another
+		// writer set meanwhile; the UID keeps it off a new pod that took
+		// the name since the cache saw this one.
+		if err := r.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
+			if patch.Replaced(err) {
 				return nil
 			}
 			return fmt.Errorf("patch pod %s/%s status: %w", pod.Namespace, pod.Name, err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,16 +15,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// watchHold stalls the watch streams of Nodes and Leases while it is held:
+// watchHold stalls the watch streams of some resources while it is held:
 // the events wait in the connection, and arrive late, in a burst, when it is
 // let go, as from an apiserver or a network that falls behind.
 type watchHold struct {
-	mu      sync.Mutex
-	release chan struct{} // closed while the streams flow
+	// resources are the plural names of the resources whose watches stall.
+	resources []string
+	mu        sync.Mutex
+	release   chan struct{} // closed while the streams flow
 }
 
-func newWatchHold() *watchHold {
-	h := &watchHold{release: make(chan struct{})}
+// newWatchHold stalls the watches of Nodes and Leases.
+func newWatchHold() *watchHold { return newWatchHoldOf("nodes", "leases") }
+
+// newWatchHoldOf stalls the watches of the named resources.
+func newWatchHoldOf(resources ...string) *watchHold {
+	h := &watchHold{resources: resources, release: make(chan struct{})}
 	close(h.release)
 	return h
 }
@@ -55,7 +62,7 @@ func (h *watchHold) flowing() <-chan struct{} {
 func (h *watchHold) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		watched := strings.HasSuffix(req.URL.Path, "/nodes") || strings.HasSuffix(req.URL.Path, "/leases")
+		watched := slices.ContainsFunc(h.resources, func(r string) bool { return strings.HasSuffix(req.URL.Path, "/"+r) })
 		if err != nil || req.URL.Query().Get("watch") != "true" || !watched {
 			return resp, err
 		}

@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var _ = Describe("Pod writes by UID", Label("faults"), func() {
+	It("never marks or evicts a new pod that took the name of one the controller's cache still shows", func() {
+		hold := newWatchHoldOf("pods")
+		DeferCleanup(hold.let)
+		mgr, _ := runManager(laggingCache(hold))
+		liveNode()
+		node, fail := failingNode()
+		name := "reborn-" + rand.String(5)
+		old := createPod(name, node)
+		Eventually(func(g Gomega) {
+			cached := &corev1.Pod{}
+			g.Expect(mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(old), cached)).To(Succeed())
+			g.Expect(cached.UID).To(Equal(old.UID))
+		}).Should(Succeed())
+
+		By("the pod watch stalling while the pod is deleted and made again under its name")
+		hold.hold()
+		Expect(k8s.Delete(context.Background(), old, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(deleted(old)).Should(BeTrue())
+		reborn := createPod(name, node)
+		Expect(reborn.UID).NotTo(Equal(old.UID))
+
+		By("the node failing: the writes meant for the old pod must not land on the new one")
+		fail()
+		Eventually(readyStatus(node)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
+		noExecuteAdded(node, corev1.TaintNodeUnreachable)
+		Consistently(func(g Gomega) {
+			got := &corev1.Pod{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(reborn), got)).To(Succeed())
+			g.Expect(got.UID).To(Equal(reborn.UID))
+			g.Expect(got.DeletionTimestamp).To(BeNil(), "the new pod was deleted")
+			for _, c := range got.Status.Conditions {
+				g.Expect(c.Type).NotTo(Equal(corev1.DisruptionTarget), "the new pod was made a disruption target")
+				if c.Type == corev1.PodReady {
+					g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "the new pod was marked NotReady")
+				}
+			}
+		}).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
+
+		By("the watch catching up: the new pod is the dead node's now, and goes like any other")
+		hold.let()
+		Eventually(podReadyStatus(reborn)).Should(Equal(corev1.ConditionFalse))
+		Eventually(deleted(reborn)).WithTimeout(evictTimeout + 5*time.Second).Should(BeTrue())
+	})
+
+	It("keeps the conditions another writer set after the controller's cache last saw the pod", func() {
+		const theirs = corev1.PodConditionType("example.com/Checked")
+		hold := newWatchHoldOf("pods")
+		DeferCleanup(hold.let)
+		mgr, _ := runManager(laggingCache(hold))
+		liveNode()
+		node, fail := failingNode()
+		pod := createPod("others-"+rand.String(5), node)
+		Eventually(func(g Gomega) {
+			g.Expect(mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed())
+		}).Should(Succeed())
+
+		By("another writer adding a condition the controller's cache does not see")
+		hold.hold()
+		Eventually(func() error {
+			got := &corev1.Pod{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil {
+				return err
+			}
+			got.Status.Conditions = append(got.Status.Conditions, corev1.PodCondition{Type: theirs, Status: corev1.ConditionTrue})
+			return k8s.Status().Update(context.Background(), got)
+		}).Should(Succeed())
+
+		By("the node failing: its pod marked NotReady, a disruption target and deleted, their condition kept")
+		fail()
+		Eventually(deleted(pod)).WithTimeout(grace + evictTimeout + 5*time.Second).Should(BeTrue())
+		got := &corev1.Pod{}
+		Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), got)).To(Succeed(),
+			"the pod should wait for its kubelet, which this suite has not")
+		types := map[corev1.PodConditionType]corev1.ConditionStatus{}
+		for _, c := range got.Status.Conditions {
+			types[c.Type] = c.Status
+		}
+		Expect(types).To(HaveKeyWithValue(corev1.PodReady, corev1.ConditionFalse))
+		Expect(types).To(HaveKeyWithValue(corev1.DisruptionTarget, corev1.ConditionTrue))
+		Expect(types).To(HaveKeyWithValue(theirs, corev1.ConditionTrue), "the controller's write dropped another writer's condition")
+	})
+})
