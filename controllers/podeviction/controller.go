@@ -67,6 +67,8 @@ type Reconciler struct {
 	// deleted holds the pods deleted but not yet shown deleting by the
 	// cache.
 	deleted deletions
+	// retries spaces the attempts on pods whose eviction failed.
+	retries retries
 }
 
 type untimedKey struct{ node, taint string }
@@ -92,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	r.deleted.prune(now)
+	r.retries.prune(now)
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
@@ -110,13 +113,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			continue
 		}
 		d := eviction.Deadline(pod, noExecute, timeout, now)
+		at := d.At
+		if retry := r.retries.notBefore(pod.UID, now); retry.After(at) {
+			at = retry
+		}
 		switch {
 		case !d.Evict:
-		case d.At.After(now):
+		case at.After(now):
 			pending++
-			if next.IsZero() || d.At.Before(next) {
-				next = d.At
-			}
+			next = earliest(next, at)
 		default:
 			due = append(due, dueEviction{pod, d})
 		}
@@ -128,11 +133,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			due, held = r.dueDespiteHold(due, noExecute, timeout, now)
 			ctrl.LoggerFrom(ctx).V(1).Info("Evictions held back", "pods", len(held), "reason", why)
 		}
-		err := parallel.ForEach(due, deleteWorkers, func(e dueEviction) error { return r.evict(ctx, node, e.pod, e.decision) })
-		if err != nil {
-			r.pending.set(node.Name, pending+len(due)+len(held))
-			return ctrl.Result{}, err
-		}
+		retry, failed := r.evictAll(ctx, node, due, now)
+		next = earliest(next, retry)
+		pending += failed
 	}
 	r.pending.set(node.Name, pending+len(held))
 	if len(held) > 0 {
@@ -142,6 +145,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
+}
+
+// evictAll evicts the due pods. A pod whose eviction fails goes on a
+// backoff of its own rather than the node's, so that the node's other pods
+// still go at their deadlines: it returns how many failed and the earliest
+// time to try them again.
+func (r *Reconciler) evictAll(ctx context.Context, node *corev1.Node, due []dueEviction, now time.Time) (retry time.Time, failed int) {
+	var mu sync.Mutex
+	_ = parallel.ForEach(due, deleteWorkers, func(e dueEviction) error {
+		err := r.evict(ctx, node, e.pod, e.decision)
+		if err == nil {
+			r.retries.forget(e.pod.UID)
+			return nil
+		}
+		at := r.retries.failed(e.pod.UID, now)
+		evictionFailures.Inc()
+		ctrl.LoggerFrom(ctx).Error(err, "Eviction failed", "Pod", client.ObjectKeyFromObject(e.pod), "retryAt", at)
+		mu.Lock()
+		defer mu.Unlock()
+		failed++
+		retry = earliest(retry, at)
+		return nil
+	})
+	return retry, failed
+}
+
+// earliest returns the earlier of two times, the zero time counting as
+// none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // dueDespiteHold splits the due evictions of a node the gate holds: a hold

@@ -2,12 +2,14 @@ package podeviction
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
@@ -169,5 +172,37 @@ func TestNoNoExecuteTaintNoEviction(t *testing.T) {
 	clk.Step(time.Hour)
 	if res := run(t, r); res.RequeueAfter != 0 || !exists(t, c, "p") {
 		t.Fatal("a NoSchedule taint evicted a pod")
+	}
+}
+
+// A pod whose deletion keeps failing goes on a backoff of its own: its
+// node's other pods still go at their deadlines, and it is tried again
+// ever less often.
+func TestAFailingPodDelaysNoOtherPod(t *testing.T) {
+	r, _, clk := newReconciler(taintedNode(unreachable(&t0)), pod("stuck", ptr.To[int64](0)), pod("later", ptr.To[int64](20)))
+	deletes := map[string]int{}
+	r.Client = interceptor.NewClient(r.Client.(client.WithWatch), interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			deletes[obj.GetName()]++
+			if obj.GetName() == "stuck" {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "stuck", errors.New("denied by a webhook"))
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+	var waits []time.Duration
+	for clk.Now().Before(t0.Add(25 * time.Second)) {
+		res := run(t, r)
+		if res.RequeueAfter <= 0 || res.RequeueAfter > 20*time.Second {
+			t.Fatalf("at %v: RequeueAfter = %v, want the stuck pod's retry or the next deadline", clk.Since(t0), res.RequeueAfter)
+		}
+		waits = append(waits, res.RequeueAfter)
+		clk.Step(res.RequeueAfter)
+	}
+	if deletes["later"] != 1 {
+		t.Errorf("the pod due at 20s was deleted %d times, want once", deletes["later"])
+	}
+	if n := deletes["stuck"]; n < 5 || n > 12 {
+		t.Errorf("the stuck pod was tried %d times in 25s, want a backoff (waits %v)", n, waits)
 	}
 }

@@ -20,6 +20,11 @@ var (
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	})
 
+	evictionFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "node_lifecycle_pod_eviction_failures_total",
+		Help: "Pod evictions that failed and will be tried again.",
+	})
+
 	pendingEvictions = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "node_lifecycle_pending_evictions",
 		Help: "Pods whose eviction deadline is still ahead.",
@@ -27,7 +32,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(podDeletions, evictionDelay, pendingEvictions)
+	metrics.Registry.MustRegister(podDeletions, evictionDelay, evictionFailures, pendingEvictions)
 }
 
 // pendingCounts keeps the number of pending evictions per node, so that the

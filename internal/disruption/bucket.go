@@ -50,6 +50,9 @@ func (b *Bucket) Take(now time.Time) (ok bool, wait time.Duration) {
 	return false, b.until(1)
 }
 
+// Refund gives back a token taken for work that did not happen.
+func (b *Bucket) Refund() { b.tokens = math.Min(1, b.tokens+1) }
+
 // Wait returns how long until n tokens will have accumulated from what is
 // there now, or a negative wait when the rate is zero.
 func (b *Bucket) Wait(n float64, now time.Time) time.Duration {

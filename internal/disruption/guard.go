@@ -500,6 +500,23 @@ func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Durati
 	return false, z.bucket.Wait(float64(pos+1), now), HeldRate
 }
 
+// ReturnTaint gives back the token TakeTaint gave a node whose taint could
+// not be written: a node whose writes keep failing (a webhook denying them)
+// must not spend its zone's rate, one token at each of its retries, while
+// the zone's other nodes wait. The node joins the back of the queue when it
+// asks again. It returns the nodes waiting in the zone, which should ask
+// again now: they were told to wait for a turn the node no longer takes.
+func (g *Guard) ReturnTaint(name string) (waiting []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	z := g.zones[zoneOf(g.nodes[name])]
+	if z == nil {
+		return nil
+	}
+	z.bucket.Refund()
+	return slices.Clone(z.waiting)
+}
+
 // CancelTaint takes a node out of its zone's queue: it no longer needs the
 // taint.
 func (g *Guard) CancelTaint(name string) {
