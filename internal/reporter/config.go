@@ -50,7 +50,9 @@ type Config struct {
 	StartOffset time.Duration
 	// MaxBackoff caps the waits between rounds of failed registrations and
 	// lease renewals. Default 7s, the kubelet's; a fleet run with grace
-	// periods of seconds shortens it in proportion.
+	// periods of seconds shortens it in proportion. Each wait is shortened
+	// at random by up to half, so that reporters failing together, as a
+	// fleet does while the apiserver is down, do not retry in lockstep.
 	MaxBackoff time.Duration
 	// Health holds the switches the default setters report. Nil means a new
 	// healthy Health, available from Reporter.Health.

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // t0 is when every test starts, on the fake clock.
@@ -41,6 +45,9 @@ type harness struct {
 	uids     atomic.Int32
 	cancel   context.CancelFunc
 	done     chan error
+
+	logMu sync.Mutex
+	logs  []string
 }
 
 // newHarness builds a reporter of testNode with cfg, over a clientset
@@ -64,14 +71,19 @@ func newHarness(t *testing.T, cfg Config, objs ...k8sruntime.Object) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	r.jitter = 0
+	r.random = func() float64 { return 0 }
 	h.r = r
 	return h
 }
 
-// start runs the reporter until the test ends.
+// start runs the reporter until the test ends, keeping what it logs.
 func (h *harness) start() {
-	ctx, cancel := context.WithCancel(context.Background())
+	log := funcr.New(func(prefix, args string) {
+		h.logMu.Lock()
+		defer h.logMu.Unlock()
+		h.logs = append(h.logs, args)
+	}, funcr.Options{})
+	ctx, cancel := context.WithCancel(ctrllog.IntoContext(context.Background(), log))
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.r.Run(ctx) }()
 	h.t.Cleanup(h.stop)
@@ -98,11 +110,17 @@ func (h *harness) stop() {
 // reporter's loops are then idle until the clock moves.
 func (h *harness) settle(n int) {
 	h.t.Helper()
+	settle(h.t, h.clk, n)
+}
+
+// settle waits until exactly n goroutines wait on clk.
+func settle(t *testing.T, clk *clocktesting.FakeClock, n int) {
+	t.Helper()
 	timeout := time.After(10 * time.Second)
-	for h.clk.Waiters() != n {
+	for clk.Waiters() != n {
 		select {
 		case <-timeout:
-			h.t.Fatalf("clock has %d waiters, want %d", h.clk.Waiters(), n)
+			t.Fatalf("clock has %d waiters, want %d", clk.Waiters(), n)
 		default:
 			runtime.Gosched()
 		}
@@ -114,6 +132,19 @@ func (h *harness) step(d time.Duration, n int) {
 	h.t.Helper()
 	h.clk.Step(d)
 	h.settle(n)
+}
+
+// logged counts the lines logged so far that contain every one of parts.
+func (h *harness) logged(parts ...string) int {
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	n := 0
+	for _, line := range h.logs {
+		if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(line, p) }) {
+			n++
+		}
+	}
+	return n
 }
 
 // call is an API call the reporter made, in short form.

@@ -14,25 +14,27 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// leaseFirstBackoff is the wait after the first failed round of lease
-// renewal; it doubles after each failed round up to the MaxBackoff.
+// leaseFirstBackoff is the backoff after the first failed round of lease
+// renewal; it doubles after each failed round up to the MaxBackoff, and
+// every wait is jittered (see retryAfter).
 const leaseFirstBackoff = 200 * time.Millisecond
 
 // renewLeaseUntilDone renews the Lease, retrying failed rounds with backoff
 // until one succeeds or ctx ends: the Lease is the heartbeat that matters, so
 // it does not wait for the next renewal interval.
 func (r *Reporter) renewLeaseUntilDone(ctx context.Context) {
-	wait := leaseFirstBackoff
+	backoff := leaseFirstBackoff
 	for {
 		err := r.renewLease(ctx)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
+		wait := r.retryAfter(backoff)
 		ctrllog.FromContext(ctx).Error(err, "Failed to renew lease, will retry", "retryAfter", wait)
 		if !r.sleep(ctx, wait) {
 			return
 		}
-		wait = r.backoff(wait)
+		backoff = r.backoff(backoff)
 	}
 }
 

@@ -12,8 +12,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// registerFirstBackoff is the wait after the first failed registration; it
-// doubles after each failure up to the MaxBackoff.
+// registerFirstBackoff is the backoff after the first failed registration;
+// it doubles after each failure up to the MaxBackoff, and every wait is
+// jittered (see retryAfter).
 const registerFirstBackoff = 100 * time.Millisecond
 
 // register creates the Node, retrying with backoff until it exists. It says
@@ -21,7 +22,7 @@ const registerFirstBackoff = 100 * time.Millisecond
 // ctx ends.
 func (r *Reporter) register(ctx context.Context) (bool, error) {
 	log := ctrllog.FromContext(ctx)
-	wait := registerFirstBackoff
+	backoff := registerFirstBackoff
 	for {
 		created, err := r.tryRegister(ctx)
 		if err == nil {
@@ -30,11 +31,12 @@ func (r *Reporter) register(ctx context.Context) (bool, error) {
 		if ctx.Err() != nil {
 			return false, err
 		}
+		wait := r.retryAfter(backoff)
 		log.Error(err, "Failed to register node, will retry", "retryAfter", wait)
 		if !r.sleep(ctx, wait) {
 			return false, fmt.Errorf("register node %q: %w", r.cfg.NodeName, ctx.Err())
 		}
-		wait = r.backoff(wait)
+		backoff = r.backoff(backoff)
 	}
 }
 

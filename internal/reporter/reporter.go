@@ -22,6 +22,11 @@ const (
 	// loopJitter is the largest share of an interval added at random to it,
 	// so that reporters started together drift apart.
 	loopJitter = 0.04
+	// retryJitter is the largest share of a backoff taken off it at random,
+	// so that reporters that failed together, as a fleet sharing a client
+	// does while the apiserver restarts, do not retry together. It shortens
+	// rather than lengthens, so that MaxBackoff still bounds every wait.
+	retryJitter = 0.5
 )
 
 // Reporter writes one node's heartbeats: it registers the Node, renews its
@@ -32,7 +37,9 @@ type Reporter struct {
 	clock   clock.WithTicker
 	cfg     Config
 	setters []StatusSetter
-	jitter  float64
+	// random returns a number in [0, 1) at random for jitter; it is safe
+	// for concurrent use. Tests replace it to make jitter predictable.
+	random func() float64
 
 	gate    gate
 	running atomic.Bool
@@ -62,7 +69,7 @@ func New(c kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Reporter, e
 	setters := make([]StatusSetter, 0, len(cfg.Setters)+2)
 	setters = append(setters, CapacitySetter(cfg.Capacity, cfg.Allocatable), AddressesSetter(cfg.Addresses))
 	setters = append(setters, cfg.Setters...)
-	return &Reporter{client: c, clock: clk, cfg: cfg, setters: setters, jitter: loopJitter}, nil
+	return &Reporter{client: c, clock: clk, cfg: cfg, setters: setters, random: rand.Float64}, nil
 }
 
 // Health returns the switches the default setters report.
@@ -76,8 +83,9 @@ func (r *Reporter) NodeName() string {
 }
 
 // Run registers the Node if it is missing, then renews the Lease and reports
-// the status until ctx ends. It returns nil when ctx ends, and an error only
-// when the reporter is already running.
+// the status until ctx ends. It registers only once: a Node deleted later
+// stays deleted, and its status reports fail as not found. It returns nil
+// when ctx ends, and an error only when the reporter is already running.
 func (r *Reporter) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("reporter of node %q is already running", r.cfg.NodeName)
@@ -175,17 +183,23 @@ func (r *Reporter) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// jittered returns d lengthened by up to the reporter's jitter.
+// jittered returns d lengthened by up to loopJitter of it.
 func (r *Reporter) jittered(d time.Duration) time.Duration {
-	if r.jitter <= 0 {
-		return d
-	}
-	return d + time.Duration(rand.Float64()*r.jitter*float64(d))
+	return d + time.Duration(r.random()*loopJitter*float64(d))
 }
 
 // backoff doubles d up to the configured MaxBackoff.
 func (r *Reporter) backoff(d time.Duration) time.Duration {
 	return min(2*d, r.cfg.MaxBackoff)
+}
+
+// retryAfter is the wait before a retry that backs off d: d, capped at
+// MaxBackoff, shortened by up to retryJitter of it. It is written here
+// rather than taken from wait.Backoff or wait.Jitter because those draw from
+// a source tests cannot seed and lengthen the wait past its cap.
+func (r *Reporter) retryAfter(d time.Duration) time.Duration {
+	d = min(d, r.cfg.MaxBackoff)
+	return d - time.Duration(r.random()*retryJitter*float64(d))
 }
 
 func (r *Reporter) onRepeatedFailure() {

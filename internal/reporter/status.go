@@ -17,7 +17,9 @@ import (
 )
 
 // syncStatus reports the node's status if it must be; a failure waits for
-// the next sync.
+// the next sync. A Node found deleted is reported missing at every sync and
+// never registered again: like a kubelet's, the reporter's Node is created
+// once, by Run, and whoever deletes it means it to be gone.
 func (r *Reporter) syncStatus(ctx context.Context) {
 	if err := r.updateStatus(ctx); err != nil && ctx.Err() == nil {
 		ctrllog.FromContext(ctx).Error(err, "Failed to report node status, will retry",
@@ -25,7 +27,9 @@ func (r *Reporter) syncStatus(ctx context.Context) {
 	}
 }
 
-// updateStatus makes up to maxTries attempts at one status sync.
+// updateStatus makes up to maxTries attempts at one status sync. A Node
+// missing from a quorum read ends the sync at once: trying again would only
+// read the same answer.
 func (r *Reporter) updateStatus(ctx context.Context) error {
 	var err error
 	for try := range maxTries {
@@ -34,6 +38,15 @@ func (r *Reporter) updateStatus(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return err
+		}
+		if apierrors.IsNotFound(err) {
+			if try > 0 {
+				return fmt.Errorf("report status of node %q: %w", r.cfg.NodeName, err)
+			}
+			// The apiserver's cache may lag behind the Node; the next try
+			// reads from etcd. Not a sign of a dead connection either.
+			ctrllog.FromContext(ctx).V(2).Info("Node not found; reading it again from etcd", "error", err.Error())
+			continue
 		}
 		if try > 0 {
 			r.onRepeatedFailure()
@@ -57,9 +70,6 @@ func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 	}
 	nodes := r.client.CoreV1().Nodes()
 	node, err := nodes.Get(ctx, r.cfg.NodeName, opts)
-	if apierrors.IsNotFound(err) {
-		return r.registerAgain(ctx)
-	}
 	if err != nil {
 		return fmt.Errorf("get node %q: %w", r.cfg.NodeName, err)
 	}
@@ -84,20 +94,6 @@ func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 	}
 	r.lastReport = now
 	ctrllog.FromContext(ctx).V(4).Info("Reported node status")
-	return nil
-}
-
-// registerAgain registers a Node found missing, presumably deleted.
-func (r *Reporter) registerAgain(ctx context.Context) error {
-	created, err := r.register(ctx)
-	if err != nil {
-		return err
-	}
-	if !created {
-		// The cache lagged behind a Node that exists: read it again.
-		return fmt.Errorf("node %q was reported missing but exists", r.cfg.NodeName)
-	}
-	ctrllog.FromContext(ctx).Info("Node was missing; registered it again")
 	return nil
 }
 

@@ -372,7 +372,11 @@ func TestStatusRetries(t *testing.T) {
 	}
 }
 
-func TestDeletedNodeIsRegisteredAgain(t *testing.T) {
+// TestDeletedNodeStaysDeleted deletes the Node after the reporter registered
+// it, and its Lease with it as the garbage collector would: like a kubelet,
+// the reporter must not register the Node again, through its status syncs,
+// its lease renewals or a pause and resume, but report the Node missing.
+func TestDeletedNodeStaysDeleted(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.start()
 	h.settle(2)
@@ -380,26 +384,35 @@ func TestDeletedNodeIsRegisteredAgain(t *testing.T) {
 	if err := h.cs.Tracker().Delete(nodesGVR, "", testNode); err != nil {
 		t.Fatal(err)
 	}
-
-	h.step(10*time.Second, 2)
-
-	got := h.calls()
-	if n := count(got, "create", "nodes"); n != 1 {
-		t.Fatalf("%d node creates, want 1; calls = %+v", n, got)
-	}
-	node := h.node()
-	if node.UID != "uid-2" {
-		t.Errorf("node UID = %q, want a new one", node.UID)
-	}
-	ready := condition(node, corev1.NodeReady)
-	if want := at(10 * time.Second); ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Equal(&want) {
-		t.Errorf("Ready = %+v, want True since %v", ready, want)
+	if err := h.cs.Tracker().Delete(leasesGVR, corev1.NamespaceNodeLease, testNode); err != nil {
+		t.Fatal(err)
 	}
 
-	// The registration was a report.
-	h.step(10*time.Second, 2)
-	if got := writes(h.calls()); !slices.Equal(got, []call{{verb: "update", resource: "leases"}}) {
-		t.Errorf("writes after the registration = %+v, want the lease renewal alone", got)
+	var got []call
+	for range 6 {
+		h.step(10*time.Second, 2)
+		got = append(got, h.calls()...)
+	}
+	h.r.Pause()
+	h.settle(0)
+	h.r.Resume()
+	h.settle(2)
+	got = append(got, h.calls()...)
+
+	if n := count(got, "create", "nodes"); n != 0 {
+		t.Errorf("%d node creates after the node was deleted, want none", n)
+	}
+	if _, patches := nodeGets(got); patches != 0 {
+		t.Errorf("%d status patches of the deleted node, want none", patches)
+	}
+	if _, err := h.cs.Tracker().Get(nodesGVR, "", testNode); !apierrors.IsNotFound(err) {
+		t.Errorf("get deleted node: %v, want NotFound", err)
+	}
+	if n := h.logged("Failed to report node status", "not found"); n == 0 {
+		t.Errorf("no failed status report logged as not found")
+	}
+	if n := h.failures.Load(); n != 0 {
+		t.Errorf("OnRepeatedFailure called %d times for a deleted node, want 0", n)
 	}
 }
 
