@@ -65,6 +65,13 @@ type Options struct {
 	// PartitionFreezeCooldown is how long the silent share must stay below
 	// the threshold before a freeze ends.
 	PartitionFreezeCooldown time.Duration
+	// ReconcileTimeout bounds each reconcile, and so every request it sends
+	// to the apiserver: a request stuck on a connection that stopped
+	// forwarding (a half-open TCP connection, a proxy that hangs) fails
+	// after it and is retried, instead of holding one of the few workers
+	// for good. The cache's lists and watches are not bound by it. 0 means
+	// DefaultReconcileTimeout.
+	ReconcileTimeout time.Duration
 	// Clock drives every deadline; nil means the real clock.
 	Clock clock.WithTicker
 	// Sight, when set, watches the manager's requests to the apiserver
@@ -73,6 +80,11 @@ type Options struct {
 	// silence. NewManager sets it up; nil counts outages as silence.
 	Sight *sight.Monitor
 }
+
+// DefaultReconcileTimeout is the ReconcileTimeout of Options that set none.
+// A reconcile sends a few requests, or one per pod of a node, at most 16 at
+// once: seconds, even behind the client's rate limit.
+const DefaultReconcileTimeout = 30 * time.Second
 
 // DefaultOptions returns kube-controller-manager's timings.
 func DefaultOptions() Options {
@@ -87,6 +99,7 @@ func DefaultOptions() Options {
 		UnhealthyZoneThreshold:    0.55,
 		PartitionFreezeThreshold:  0.6,
 		PartitionFreezeCooldown:   50 * time.Second,
+		ReconcileTimeout:          DefaultReconcileTimeout,
 	}
 }
 
@@ -96,6 +109,9 @@ func (o Options) validate() error {
 	}
 	if o.NodeEvictionRate < 0 || o.SecondaryNodeEvictionRate < 0 || o.LargeClusterSizeThreshold < 0 {
 		return errors.New("eviction rates and the large cluster size threshold must not be negative")
+	}
+	if o.ReconcileTimeout < 0 {
+		return errors.New("the reconcile timeout must not be negative")
 	}
 	if o.UnhealthyZoneThreshold <= 0 || o.UnhealthyZoneThreshold > 1 || o.PartitionFreezeThreshold < 0 || o.PartitionFreezeThreshold > 1 {
 		return errors.New("the unhealthy zone threshold must be in (0, 1] and the partition freeze threshold in [0, 1]")
@@ -176,6 +192,9 @@ func setup(mgr ctrl.Manager, opts Options, apiClock *apiclock.Clock) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if opts.ReconcileTimeout == 0 {
+		opts.ReconcileTimeout = DefaultReconcileTimeout
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return EnsureLeaseNamespace(ctx, mgr.GetAPIReader(), mgr.GetClient())
 	})); err != nil {
@@ -208,6 +227,8 @@ func setup(mgr ctrl.Manager, opts Options, apiClock *apiclock.Clock) error {
 		Tracker:   health.NewTracker(),
 		Grace:     defaults.Grace,
 		Guard:     guard,
+
+		ReconcileTimeout: opts.ReconcileTimeout,
 	}
 	if apiClock != nil {
 		r.APIClock = apiClock
@@ -233,6 +254,7 @@ func setup(mgr ctrl.Manager, opts Options, apiClock *apiclock.Clock) error {
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,
+		ReconcileTimeout:   opts.ReconcileTimeout,
 	}
 	if source != nil {
 		pe.Policies = source
@@ -248,6 +270,8 @@ func setup(mgr ctrl.Manager, opts Options, apiClock *apiclock.Clock) error {
 			Clock:        clk,
 			Recorder:     mgr.GetEventRecorder(nodehealthpolicy.ControllerName),
 			ResyncPeriod: opts.NodeMonitorPeriod,
+
+			ReconcileTimeout: opts.ReconcileTimeout,
 		}
 		if err := st.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up NodeHealthPolicy status controller: %w", err)

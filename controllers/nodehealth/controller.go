@@ -88,6 +88,10 @@ type Reconciler struct {
 	// controller's reach: no node is marked until it answers again, even
 	// from an answer to a request sent before it went away.
 	Sight interface{ Blind() (bool, time.Time) }
+	// ReconcileTimeout bounds each reconcile, and so every request it
+	// sends: a request stuck on a dead connection fails and is retried
+	// instead of holding a worker for good. 0 means none.
+	ReconcileTimeout time.Duration
 
 	kicker *kicker
 	// alarms wakes nodes at their deadlines.

@@ -63,7 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers})
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move any node's deadline or pool.
 		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},

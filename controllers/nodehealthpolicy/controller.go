@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -54,6 +55,9 @@ type Reconciler struct {
 	// ResyncPeriod is how often a status is brought up to date with what
 	// no watch reports, such as a partition freeze.
 	ResyncPeriod time.Duration
+	// ReconcileTimeout bounds each reconcile, and so every request it
+	// sends. 0 means none.
+	ReconcileTimeout time.Duration
 }
 
 // Reconcile brings one policy's status up to date.
@@ -105,6 +109,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.NodeHealthPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeCountsChanged})).
+		WithOptions(controller.Options{ReconciliationTimeout: r.ReconcileTimeout}).
 		Complete(r)
 }
 

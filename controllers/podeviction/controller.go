@@ -59,6 +59,10 @@ type Reconciler struct {
 	// BlockedRetry is how soon a node whose evictions the gate held back is
 	// looked at again.
 	BlockedRetry time.Duration
+	// ReconcileTimeout bounds each reconcile, and so every request it
+	// sends: a request stuck on a dead connection fails and is retried
+	// instead of holding a worker for good. 0 means none.
+	ReconcileTimeout time.Duration
 
 	pending pendingCounts
 	// untimed remembers when a NoExecute taint without timeAdded was first

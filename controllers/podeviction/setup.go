@@ -32,7 +32,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers})
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move the deadlines of pods on tainted nodes.
 		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},

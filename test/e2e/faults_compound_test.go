@@ -123,17 +123,13 @@ var _ = Describe("Attrition", Label("faults"), func() {
 	})
 })
 
-// oddProxy stands between the controller and the apiserver as a proxy that
-// answers oddly would: /readyz with a failing check or refused, event writes refused,
-// some patches throttled and some node reads failed, all with the
-// apiserver there behind it. It counts what it made up.
-type oddProxy struct {
-	server                            *httptest.Server
-	readyz, refused, throttled, broke atomic.Int64
-	patches, nodeReads                atomic.Int64
+// proxy stands between a controller and the apiserver, passing every
+// request on but those intercept answers itself (it returns true for them).
+type proxy struct {
+	server *httptest.Server
 }
 
-func startOddProxy() *oddProxy {
+func startProxy(intercept func(w http.ResponseWriter, r *http.Request) bool) *proxy {
 	target, err := url.Parse(cfg.Host)
 	Expect(err).NotTo(HaveOccurred())
 	transport, err := rest.TransportFor(cfg)
@@ -141,30 +137,11 @@ func startOddProxy() *oddProxy {
 	upstream := httputil.NewSingleHostReverseProxy(target)
 	upstream.Transport = transport
 	upstream.FlushInterval = -1 // watches stream
-	p := &oddProxy{}
+	p := &proxy{}
 	p.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/readyz" && p.readyz.Add(1)%2 == 0:
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
-			return
-		case r.URL.Path == "/readyz":
-			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
-			return
-		case strings.Contains(r.URL.Path, "/events") && r.Method == http.MethodPost:
-			p.refused.Add(1)
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
-			return
-		case r.Method == http.MethodPatch && p.patches.Add(1)%4 == 0:
-			p.throttled.Add(1)
-			w.Header().Set("Retry-After", "0")
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
-			return
-		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") && p.nodeReads.Add(1)%3 == 0:
-			p.broke.Add(1)
-			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
-			return
+		if !intercept(w, r) {
+			upstream.ServeHTTP(w, r)
 		}
-		upstream.ServeHTTP(w, r)
 	}))
 	p.server.StartTLS()
 	DeferCleanup(p.server.Close)
@@ -173,9 +150,45 @@ func startOddProxy() *oddProxy {
 
 // config is a client configuration that reaches the apiserver through the
 // proxy, trusting the proxy's certificate.
-func (p *oddProxy) config() *rest.Config {
+func (p *proxy) config() *rest.Config {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.server.Certificate().Raw})
 	return &rest.Config{Host: p.server.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+}
+
+// oddProxy is a proxy that answers oddly: /readyz with a failing check or
+// refused, event writes refused, some patches throttled and some node reads
+// failed, all with the apiserver there behind it. It counts what it made
+// up.
+type oddProxy struct {
+	*proxy
+	readyz, refused, throttled, broke atomic.Int64
+	patches, nodeReads                atomic.Int64
+}
+
+func startOddProxy() *oddProxy {
+	p := &oddProxy{}
+	p.proxy = startProxy(func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.URL.Path == "/readyz" && p.readyz.Add(1)%2 == 0:
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+		case r.URL.Path == "/readyz":
+			http.Error(w, "[-]etcd failed: reason withheld\nreadyz check failed", http.StatusInternalServerError)
+		case strings.Contains(r.URL.Path, "/events") && r.Method == http.MethodPost:
+			p.refused.Add(1)
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`, http.StatusForbidden)
+		case r.Method == http.MethodPatch && p.patches.Add(1)%4 == 0:
+			p.throttled.Add(1)
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/nodes/") && p.nodeReads.Add(1)%3 == 0:
+			p.broke.Add(1)
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+		default:
+			return false
+		}
+		return true
+	})
+	return p
 }
 
 var _ = Describe("An apiserver answering oddly", Label("faults"), func() {
