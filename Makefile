@@ -64,7 +64,7 @@ test: envtest-assets kustomize ## Run every test with the race detector, against
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, controller crashes, leader failover, failover mid-partition, attrition, lagging watch, partition, flapping, clock skew, policy churn and holds, malformed objects); make test runs it too.
+test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, a stuck request, controller crashes, leader failover, failover mid-partition and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs it too.
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
 
 FUZZTIME ?= 30s

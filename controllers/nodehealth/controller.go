@@ -102,6 +102,9 @@ type Reconciler struct {
 
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
+	// apiSkew is how far Clock runs ahead of the apiserver's clock, read
+	// once, at seeding (under seedMu, which every reconcile takes first).
+	apiSkew time.Duration
 }
 
 // Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
@@ -150,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Asked again: the live read before a mark may have heard the node.
 	heard := r.Tracker.Heard(node.Name)
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now, r.apiNow(now)), now), now)
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now, r.apiSkew), now), now)
 	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)
@@ -201,12 +204,16 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes.Items))
-	apiNow := r.apiNow(now)
+	// One reading of how far this clock runs from the apiserver's serves
+	// the process's life: a mark then converts to the same local moment at
+	// every look, as the freeze's count of silences needs, however the
+	// apiserver's clock is later narrowed down.
+	r.apiSkew = now.Sub(r.apiNow(now))
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		// Nothing is heard yet: a node already marked counts as silent
 		// since its mark.
-		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now, apiNow)
+		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now, r.apiSkew)
 	}
 	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
 	return nil

@@ -18,10 +18,10 @@ import (
 // how a new leader or a restarted process tells the nodes that went silent
 // together in a partition from those that died long before it, and does
 // not take either for nodes going quiet now. The mark was written by the
-// apiserver's clock, which apiNow reads: its age on that clock is carried
-// over to the local one, so that a replica whose clock runs ahead does not
-// take fresh marks for old ones.
-func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now, apiNow time.Time) disruption.NodeStatus {
+// apiserver's clock, which the local one runs skew ahead of: the mark is
+// carried over to the local clock, so that a replica whose clock runs ahead
+// does not take fresh marks for old ones.
+func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now time.Time, skew time.Duration) disruption.NodeStatus {
 	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
 	ready := health.ReadyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionTrue {
@@ -31,7 +31,10 @@ func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, n
 		st.SilentSince = v.Deadline
 	}
 	if !heard && ready != nil && ready.Status == corev1.ConditionUnknown {
-		marked := now.Add(-max(apiNow.Sub(ready.LastTransitionTime.Time), 0))
+		marked := ready.LastTransitionTime.Add(skew)
+		if marked.After(now) {
+			marked = now
+		}
 		if st.SilentSince.IsZero() || marked.Before(st.SilentSince) {
 			st.SilentSince = marked
 		}

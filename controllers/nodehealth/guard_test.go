@@ -10,7 +10,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
-func TestGuardStatusReadsAMarksAgeOnTheApiserversClock(t *testing.T) {
+func TestGuardStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
 	apiNow := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	markedAgo := func(age time.Duration) *corev1.Node {
 		node := &corev1.Node{}
@@ -32,7 +32,7 @@ func TestGuardStatusReadsAMarksAgeOnTheApiserversClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := apiNow.Add(tc.localAhead)
-			st := guardStatus(markedAgo(tc.age), health.Verdict{}, "", false, now, apiNow)
+			st := guardStatus(markedAgo(tc.age), health.Verdict{}, "", false, now, tc.localAhead)
 			if got := now.Sub(st.SilentSince); got != tc.want {
 				t.Errorf("silent for %v by the local clock, want %v", got, tc.want)
 			}
