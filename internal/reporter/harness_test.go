@@ -78,7 +78,7 @@ func newHarness(t *testing.T, cfg Config, objs ...k8sruntime.Object) *harness {
 
 // start runs the reporter until the test ends, keeping what it logs.
 func (h *harness) start() {
-	log := funcr.New(func(prefix, args string) {
+	log := funcr.New(func(_, args string) {
 		h.logMu.Lock()
 		defer h.logMu.Unlock()
 		h.logs = append(h.logs, args)

@@ -24,7 +24,7 @@ var _ = Describe("A stuck request", Label("faults"), func() {
 		// The first status write of the dead node goes into a connection
 		// that never answers, as one through a proxy that stopped
 		// forwarding would.
-		p := startProxy(func(w http.ResponseWriter, r *http.Request) bool {
+		p := startProxy(func(_ http.ResponseWriter, r *http.Request) bool {
 			if r.Method != http.MethodPatch || r.URL.Path != "/api/v1/nodes/"+dead+"/status" {
 				return false
 			}
