@@ -8,8 +8,22 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// cachedReady waits until the manager's cache shows the pod, Ready: the
+// state the controller acts on once its pod watch stalls.
+func cachedReady(mgr ctrl.Manager, pod *corev1.Pod) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cached := &corev1.Pod{}
+		g.Expect(mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), cached)).To(Succeed())
+		g.Expect(cached.UID).To(Equal(pod.UID))
+		g.Expect(cached.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.PodReady), HaveField("Status", corev1.ConditionTrue))))
+	}).Should(Succeed())
+}
 
 var _ = Describe("Pod writes by UID", Label("faults"), func() {
 	It("never marks or evicts a new pod that took the name of one the controller's cache still shows", func() {
@@ -20,11 +34,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 		node, fail := failingNode()
 		name := "reborn-" + rand.String(5)
 		old := createPod(name, node)
-		Eventually(func(g Gomega) {
-			cached := &corev1.Pod{}
-			g.Expect(mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(old), cached)).To(Succeed())
-			g.Expect(cached.UID).To(Equal(old.UID))
-		}).Should(Succeed())
+		cachedReady(mgr, old)
 
 		By("the pod watch stalling while the pod is deleted and made again under its name")
 		hold.hold()
@@ -64,9 +74,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 		liveNode()
 		node, fail := failingNode()
 		pod := createPod("others-"+rand.String(5), node)
-		Eventually(func(g Gomega) {
-			g.Expect(mgr.GetCache().Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed())
-		}).Should(Succeed())
+		cachedReady(mgr, pod)
 
 		By("another writer adding a condition the controller's cache does not see")
 		hold.hold()
