@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -75,20 +74,44 @@ func (l *writeLog) count(verb, name string) int {
 // crashableClient builds the manager's client so that every write that lands
 // is logged and, once crash says so, no further write leaves the process:
 // the write that set it off lands, and the controller dies right after it.
+// Writes already sent when it dies are let finish, and logged if they
+// landed, before crashed is closed: the spec stops the manager then, and a
+// write cut off on its way back would have landed unseen.
 func crashableClient(log *writeLog, crash *crashPoint, crashed chan<- struct{}) func(*rest.Config, client.Options) (client.Client, error) {
-	var dead atomic.Bool
-	var once sync.Once
+	var (
+		mu       sync.Mutex
+		dead     bool
+		inFlight sync.WaitGroup
+	)
+	// send reports whether a write may leave, and counts it in flight.
+	send := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if dead {
+			return false
+		}
+		inFlight.Add(1)
+		return true
+	}
 	landed := func(verb string, obj client.Object, err error) error {
+		defer inFlight.Done()
 		if err != nil {
 			return err
 		}
 		log.add(verb, obj)
-		if crash != nil && crash.after(verb, obj) {
-			dead.Store(true)
-			once.Do(func() { close(crashed) })
-			return errCrashed
+		if crash == nil || !crash.after(verb, obj) {
+			return nil
 		}
-		return nil
+		mu.Lock()
+		defer mu.Unlock()
+		if !dead {
+			dead = true
+			go func() {
+				inFlight.Wait()
+				close(crashed)
+			}()
+		}
+		return errCrashed
 	}
 	return func(config *rest.Config, options client.Options) (client.Client, error) {
 		c, err := client.NewWithWatch(config, options)
@@ -97,31 +120,31 @@ func crashableClient(log *writeLog, crash *crashPoint, crashed chan<- struct{}) 
 		}
 		return interceptor.NewClient(c, interceptor.Funcs{
 			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-				if dead.Load() {
+				if !send() {
 					return errCrashed
 				}
 				return landed("patch", obj, c.Patch(ctx, obj, patch, opts...))
 			},
 			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-				if dead.Load() {
+				if !send() {
 					return errCrashed
 				}
 				return landed("update", obj, c.Update(ctx, obj, opts...))
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-				if dead.Load() {
+				if !send() {
 					return errCrashed
 				}
 				return landed("delete", obj, c.Delete(ctx, obj, opts...))
 			},
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				if dead.Load() {
+				if !send() {
 					return errCrashed
 				}
 				return landed("patch-"+sub, obj, c.SubResource(sub).Patch(ctx, obj, patch, opts...))
 			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-				if dead.Load() {
+				if !send() {
 					return errCrashed
 				}
 				return landed("update-"+sub, obj, c.SubResource(sub).Update(ctx, obj, opts...))
