@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/apiclock"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"

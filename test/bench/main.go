@@ -23,7 +23,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 

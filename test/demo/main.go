@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // pollInterval is how often an act looks at the cluster.

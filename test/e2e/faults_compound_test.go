@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // noLifecycleNoExecuteEver checks that no version of the nodes the history

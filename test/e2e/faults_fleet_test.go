@@ -16,9 +16,9 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // faultsLabel groups a spec's hand-made nodes, so that a watch can follow

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 )
 
 // podStaysReady checks, for d, that the pod is there and Ready.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 )
 
 // markSlack bounds how long after its deadline a node may be marked: the

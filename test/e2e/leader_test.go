@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealth"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // Leader election timings short enough for a handover in seconds, and within

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 )
 
 // createPod binds a ready pod to a node, with the given tolerations.

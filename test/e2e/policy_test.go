@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // poolLabel puts a node in a pool; each spec uses values of its own, so that

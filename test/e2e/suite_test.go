@@ -26,7 +26,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 )
 
 // Short timings, so that a deadline passes in seconds.

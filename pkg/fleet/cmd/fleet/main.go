@@ -17,7 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/test/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 func main() {

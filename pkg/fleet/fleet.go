@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/reporter"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
 )
 
 // Options describe a fleet. Zero fields take the defaults named.

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 

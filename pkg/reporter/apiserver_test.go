@@ -19,7 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/reporter"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
 )
 
 // TestReporterSurvivesAPIServerRestart stops the kube-apiserver, etcd still

@@ -1,5 +1,5 @@
 // Package fleet runs simulated nodes against a real apiserver: each node is a
-// reporter (package internal/reporter) writing its Lease and status the way
+// reporter (package pkg/reporter) writing its Lease and status the way
 // a kubelet does, all through one shared heartbeat client. Test suites use it
 // to give envtest, which has no kubelets, nodes that live, die and recover:
 //
@@ -9,5 +9,5 @@
 //	f.Resume(f.Nodes()[0]) // it reports again and recovers
 //
 // The fleet also runs as a command, for demos and scale tests; see
-// test/fleet/cmd/fleet.
+// pkg/fleet/cmd/fleet.
 package fleet
