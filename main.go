@@ -27,7 +27,8 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/options"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/status"
 )
 
@@ -66,7 +67,7 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "status" {
 		return runStatus(args[1:], os.Stdout)
 	}
-	opts := options.Default()
+	opts := cmdline.Default()
 	zapOpts := zap.Options{}
 
 	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
@@ -107,7 +108,7 @@ func run(args []string) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	mgr, err := controllers.NewManager(cfg, managerOptions(opts), controllerOptions(opts))
+	mgr, err := controllers.NewManager(cfg, managerOptions(opts), opts.Options)
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func run(args []string) error {
 }
 
 // managerOptions converts validated flags to the manager's options.
-func managerOptions(opts options.Options) ctrl.Options {
+func managerOptions(opts cmdline.Options) ctrl.Options {
 	return ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
@@ -143,22 +144,6 @@ func managerOptions(opts options.Options) ctrl.Options {
 		// On a clean shutdown the next replica takes over at once, without
 		// waiting out the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-	}
-}
-
-// controllerOptions converts validated flags to the controllers' options.
-func controllerOptions(opts options.Options) controllers.Options {
-	return controllers.Options{
-		NodeMonitorGracePeriod:    opts.NodeMonitorGracePeriod,
-		NodeStartupGracePeriod:    opts.NodeStartupGracePeriod,
-		NodeMonitorPeriod:         opts.NodeMonitorPeriod,
-		PodEvictionTimeout:        opts.PodEvictionTimeout,
-		NodeEvictionRate:          opts.NodeEvictionRate,
-		SecondaryNodeEvictionRate: opts.SecondaryNodeEvictionRate,
-		LargeClusterSizeThreshold: int(opts.LargeClusterSizeThreshold),
-		UnhealthyZoneThreshold:    opts.UnhealthyZoneThreshold,
-		PartitionFreezeThreshold:  opts.PartitionFreezeThreshold,
-		PartitionFreezeCooldown:   opts.FreezeCooldown(),
 	}
 }
 
@@ -199,7 +184,7 @@ const statusTimeout = time.Minute
 // runStatus is the status subcommand: why nodes are not ready, and when
 // their pods will go.
 func runStatus(args []string, out io.Writer) error {
-	opts := options.Default()
+	opts := cmdline.Default()
 	fs := pflag.NewFlagSet("node-lifecycle-controller status", pflag.ContinueOnError)
 	fs.SortFlags = false
 	output := fs.StringP("output", "o", "text", "Output format: text or json.")
@@ -245,7 +230,7 @@ func runStatus(args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
 	defer cancel()
-	in, err := status.Gather(ctx, c, controllerOptions(opts).PoolDefaults(), time.Now())
+	in, err := status.Gather(ctx, c, policy.Defaults(opts.Options), time.Now())
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/options"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 )
 
 func TestRunRefusesBadConfigurationBeforeStarting(t *testing.T) {
@@ -57,7 +57,7 @@ func TestLeaderElectionNamespace(t *testing.T) {
 }
 
 func TestManagerOptionsCarryLeaderElectTimings(t *testing.T) {
-	opts := options.Default()
+	opts := cmdline.Default()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 	if err := fs.Parse([]string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",

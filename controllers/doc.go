@@ -1,12 +1,17 @@
-// Package controllers wires the node lifecycle reconcilers into a
-// controller-runtime manager. It is the entry point both for the
-// node-lifecycle-controller binary and for test suites that want real node
-// lifecycle on an envtest apiserver:
+// Package controllers runs the node lifecycle controllers in a
+// controller-runtime manager. It is what the node-lifecycle-controller binary
+// runs, and what an operator or a test suite imports to get real node
+// lifecycle on its own apiserver:
 //
-//	mgr, _ := controllers.NewManager(cfg, ctrl.Options{}, controllers.DefaultOptions())
+//	mgr, err := controllers.NewManager(cfg, ctrl.Options{}, options.Default())
+//	...
 //	go mgr.Start(ctx)
 //
-// SetupWithManager adds them to a manager built elsewhere; it cannot watch
-// that manager's requests, so an apiserver outage then counts as the
-// silence of every node unless Options.Sight is set up by hand.
+// The controllers are configured with package pkg/options; the reconcilers
+// themselves are internal. NewManager builds the manager, so it watches every
+// request the controllers send: an apiserver that cannot be reached is not
+// taken for the silence of every node, and eviction deadlines are measured on
+// the apiserver's clock, read from its answers. SetupWithManager adds the
+// controllers to a manager built elsewhere and learns both from a probe of
+// the apiserver instead (see its documentation for the difference).
 package controllers

@@ -12,6 +12,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // DefaultMaxUnhealthy is a policy's breaker when it does not set one.
@@ -109,4 +110,21 @@ func joinErrors(errs []error) error {
 		msgs[i] = err.Error()
 	}
 	return errors.New(strings.Join(msgs, "; "))
+}
+
+// Defaults returns the settings of the nodes no NodeHealthPolicy selects,
+// which are also what every policy's unset fields take.
+func Defaults(o options.Options) Settings {
+	return Settings{
+		Grace:              health.Grace{Monitor: o.NodeMonitorGracePeriod, Startup: o.NodeStartupGracePeriod},
+		PodEvictionTimeout: o.PodEvictionTimeout,
+		Disruption: disruption.Pool{
+			Rates: disruption.Rates{
+				Normal:                    o.NodeEvictionRate,
+				Secondary:                 o.SecondaryNodeEvictionRate,
+				LargeClusterSizeThreshold: int(o.LargeClusterSizeThreshold),
+			},
+			UnhealthyZoneThreshold: o.UnhealthyZoneThreshold,
+		},
+	}
 }

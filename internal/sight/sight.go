@@ -82,8 +82,8 @@ func (m *Monitor) Blind() (bool, time.Time) {
 	return m.blind, m.since
 }
 
-// Probe asks the apiserver at url whether it is there, every period until
-// ctx ends and at once after a request timed out, with a client whose
+// Probe asks the apiserver at url whether it is there, at once, then every
+// period until ctx ends, and at once after a request timed out, with a client whose
 // transport the Monitor wraps. An apiserver that hangs fails no request:
 // each waits until it comes back, and then succeeds. The probe's own
 // request, given up after a period, starts the outage at most a period
@@ -93,13 +93,13 @@ func (m *Monitor) Probe(ctx context.Context, c *http.Client, url string, ticker 
 	t := ticker.NewTicker(period)
 	defer t.Stop()
 	for {
+		m.probe(ctx, c, url, period)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
 		case <-m.probeNow:
 		}
-		m.probe(ctx, c, url, period)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/options"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 )
 
 // repoRoot is the module root, seen from this package's directory.
@@ -476,9 +476,9 @@ func podOf(t *testing.T, objs []*unstructured.Unstructured) *corev1.Pod {
 
 // parseFlags parses args with the binary's flag set, as main.go builds it,
 // and validates the options they give.
-func parseFlags(t *testing.T, args []string) options.Options {
+func parseFlags(t *testing.T, args []string) cmdline.Options {
 	t.Helper()
-	opts := options.Default()
+	opts := cmdline.Default()
 	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	opts.AddFlags(fs)

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // inZone labels a node with a region and zone.
@@ -86,7 +86,7 @@ func gaps(times []time.Time) []time.Duration {
 	return out
 }
 
-func freezeOff(o *controllers.Options) { o.PartitionFreezeThreshold = 0 }
+func freezeOff(o *options.Options) { o.PartitionFreezeThreshold = 0 }
 
 var _ = Describe("Disruption guard", func() {
 	It("taints a fully disrupted zone at the normal rate beside a healthy zone", func() {
@@ -107,7 +107,7 @@ var _ = Describe("Disruption guard", func() {
 	})
 
 	It("taints a large partially disrupted zone at the secondary rate", func() {
-		startController(freezeOff, func(o *controllers.Options) {
+		startController(freezeOff, func(o *options.Options) {
 			o.SecondaryNodeEvictionRate = 0.5
 			o.LargeClusterSizeThreshold = 3
 		})

@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // aheadClock is the clock of a host whose wall clock runs ahead of the
@@ -38,12 +38,12 @@ var _ = Describe("Clock skew across a failover", Label("faults"), func() {
 			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: leaseName}}
 			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), lease))).To(Succeed())
 		})
-		timing := func(o *controllers.Options) { o.PodEvictionTimeout = timeout }
+		timing := func(o *options.Options) { o.PodEvictionTimeout = timeout }
 
 		By("a leader with the right time tainting a dead node")
 		leader := startReplica("on-time", leaseName, timing)
 		Eventually(func() bool { return elected(leader) }).Should(BeTrue())
-		standby := startReplica("ahead", leaseName, timing, func(o *controllers.Options) { o.Clock = aheadClock{by: skew} })
+		standby := startReplica("ahead", leaseName, timing, func(o *options.Options) { o.Clock = aheadClock{by: skew} })
 		liveNode()
 		dead := newNodeName()
 		createNode(dead, corev1.ConditionTrue)

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // noLifecycleNoExecuteEver checks that no version of the nodes the history
@@ -90,7 +90,7 @@ var _ = Describe("Attrition", Label("faults"), func() {
 		started := time.Now()
 		// One zone, counted partially disrupted only when wholly down:
 		// nothing but the freeze could hold these evictions.
-		tune := func(o *controllers.Options) { o.UnhealthyZoneThreshold = 1 }
+		tune := func(o *options.Options) { o.UnhealthyZoneThreshold = 1 }
 		stop := startController(tune)
 		f := startFleet(nodes, 1, func(o *fleet.Options) { o.Region = "at-" + rand.String(5) })
 		allReady(f)
@@ -319,7 +319,7 @@ var _ = Describe("A freeze beside long-dead nodes", Label("faults"), func() {
 		}
 		// At 0.4, those four are enough for a freeze if they count; zones
 		// count as partially disrupted only when wholly down.
-		startController(func(o *controllers.Options) { o.PartitionFreezeThreshold, o.UnhealthyZoneThreshold = 0.4, 1 })
+		startController(func(o *options.Options) { o.PartitionFreezeThreshold, o.UnhealthyZoneThreshold = 0.4, 1 })
 		f := startFleet(6, 2, func(o *fleet.Options) { o.Region = zone })
 		allReady(f)
 		Consistently(freezeEventsSince(started)).WithTimeout(2 * grace).

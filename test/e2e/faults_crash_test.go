@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // errCrashed is what every write of a crashed controller returns.
@@ -161,7 +161,7 @@ var _ = Describe("Controller crash", Label("faults"), func() {
 				toleration = 3   // seconds the pods stay on a tainted node
 				pods       = 3
 			)
-			tune := func(o *controllers.Options) {
+			tune := func(o *options.Options) {
 				o.NodeEvictionRate = rate
 				o.PartitionFreezeThreshold = 0
 			}

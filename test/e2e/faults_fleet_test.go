@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // faultsLabel groups a spec's hand-made nodes, so that a watch can follow
@@ -230,7 +230,7 @@ var _ = Describe("Fleet partition", Label("faults"), func() {
 		// Zones count as partially disrupted only when wholly down, so that
 		// without the freeze the silent nodes would be tainted at the
 		// normal rate: the freeze alone must hold them.
-		startController(func(o *controllers.Options) { o.UnhealthyZoneThreshold = 1 })
+		startController(func(o *options.Options) { o.UnhealthyZoneThreshold = 1 })
 		id := rand.String(5)
 		region := "p-" + id
 		// Without tolerations, the pods go at --pod-eviction-timeout.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // refuse makes the apiserver refuse the requests to a core resource, for an
@@ -57,7 +57,7 @@ var _ = Describe("Refused writes", Label("faults"), func() {
 	It("taints the rest of a zone at the zone's rate while one node's NoExecute taint is refused", func() {
 		// One NoExecute taint every five seconds.
 		const rate = 0.2
-		startController(freezeOff, func(o *controllers.Options) { o.NodeEvictionRate = rate })
+		startController(freezeOff, func(o *options.Options) { o.NodeEvictionRate = rate })
 		zone := "refused-" + rand.String(4)
 		// Four live nodes keep the zone normal with two dead.
 		live, _ := zoneOf(zone, 4)

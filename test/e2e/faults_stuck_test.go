@@ -8,7 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 var _ = Describe("A stuck request", Label("faults"), func() {
@@ -42,7 +42,7 @@ var _ = Describe("A stuck request", Label("faults"), func() {
 		})
 		// Before the proxy closes, which waits for its handlers.
 		DeferCleanup(func() { close(ended) })
-		runManagerOn(p.config(), nil, func(o *controllers.Options) { o.ReconcileTimeout = timeout })
+		runManagerOn(p.config(), nil, func(o *options.Options) { o.ReconcileTimeout = timeout })
 
 		By("the node dying, and its mark stuck")
 		stopped := fail()

@@ -20,10 +20,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // Leader election timings short enough for a handover in seconds, and within
@@ -50,7 +50,7 @@ type replica struct {
 // startReplica runs the controllers, with the suite's short timings as
 // startController sets them, in a manager that acts only while it holds the
 // named Lease in the default namespace.
-func startReplica(name, leaseName string, tune ...func(*controllers.Options)) *replica {
+func startReplica(name, leaseName string, tune ...func(*options.Options)) *replica {
 	mgr, kill := runManager(func(o *ctrl.Options) {
 		o.LeaderElection = true
 		o.LeaderElectionID = leaseName
@@ -225,7 +225,7 @@ var _ = Describe("Leader election", Label("faults"), func() {
 			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: leaseName}}
 			Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), lease))).To(Succeed())
 		})
-		tune := func(o *controllers.Options) {
+		tune := func(o *options.Options) {
 			o.NodeEvictionRate = rate
 			// Half the fleet going silent is not a partition here.
 			o.PartitionFreezeThreshold = 0

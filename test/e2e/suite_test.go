@@ -27,6 +27,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // Short timings, so that a deadline passes in seconds.
@@ -107,7 +108,7 @@ var _ = AfterSuite(func() {
 // startController runs the controllers in a manager of their own until the
 // spec ends, or until the returned function is called. Options start from
 // the suite's short timings; tune changes them further.
-func startController(tune ...func(*controllers.Options)) (stop func()) {
+func startController(tune ...func(*options.Options)) (stop func()) {
 	_, stop = runManager(nil, tune...)
 	return stop
 }
@@ -116,13 +117,13 @@ func startController(tune ...func(*controllers.Options)) (stop func()) {
 // by tune, in a manager of their own whose options mgrOpts may change. The
 // returned stop cancels it and waits for it to end; it runs at the end of
 // the spec too.
-func runManager(mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
+func runManager(mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
 	return runManagerOn(cfg, mgrOpts, tune...)
 }
 
 // runManagerOn is runManager with the manager reaching the apiserver by
 // restCfg.
-func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*controllers.Options)) (ctrl.Manager, func()) {
+func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
 	o := ctrl.Options{
 		Scheme:                 scheme.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -133,7 +134,7 @@ func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...fun
 	if mgrOpts != nil {
 		mgrOpts(&o)
 	}
-	opts := controllers.DefaultOptions()
+	opts := options.Default()
 	opts.NodeMonitorGracePeriod = grace
 	opts.NodeStartupGracePeriod = startupGrace
 	opts.NodeMonitorPeriod = monitorPeriod

@@ -111,23 +111,3 @@ func TestEnsureLeaseNamespaceStopsWithItsContext(t *testing.T) {
 		t.Fatalf("err = %v, want the context's end and the last failure", err)
 	}
 }
-
-func TestOptionsValidation(t *testing.T) {
-	if err := DefaultOptions().validate(); err != nil {
-		t.Fatalf("defaults: %v", err)
-	}
-	bad := []func(*Options){
-		func(o *Options) { o.NodeMonitorGracePeriod = 0 },
-		func(o *Options) { o.PodEvictionTimeout = -1 },
-		func(o *Options) { o.NodeEvictionRate = -1 },
-		func(o *Options) { o.UnhealthyZoneThreshold = 0 },
-		func(o *Options) { o.PartitionFreezeThreshold = 2 },
-	}
-	for i, mutate := range bad {
-		o := DefaultOptions()
-		mutate(&o)
-		if o.validate() == nil {
-			t.Errorf("case %d: want an error", i)
-		}
-	}
-}

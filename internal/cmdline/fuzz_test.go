@@ -1,4 +1,4 @@
-package options
+package cmdline
 
 import (
 	"strings"

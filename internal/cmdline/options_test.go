@@ -1,4 +1,4 @@
-package options
+package cmdline
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -37,7 +39,7 @@ func TestFlagsParseOntoDefaults(t *testing.T) {
 		o.NodeEvictionRate != 0.5 || o.LeaderElect || o.PprofBindAddress != "127.0.0.1:8082" {
 		t.Errorf("flags not applied: %+v", o)
 	}
-	if o.NodeMonitorPeriod != DefaultNodeMonitorPeriod || o.PodEvictionTimeout != DefaultPodEvictionTimeout {
+	if o.NodeMonitorPeriod != options.DefaultNodeMonitorPeriod || o.PodEvictionTimeout != options.DefaultPodEvictionTimeout {
 		t.Errorf("untouched flags lost their defaults: %+v", o)
 	}
 }

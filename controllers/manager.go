@@ -1,0 +1,166 @@
+package controllers
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	internal "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
+)
+
+// CacheOptions returns the cache settings the controllers need: Leases are
+// watched in kube-node-lease only, and managed fields, which nothing here
+// reads, are dropped from every cached object.
+func CacheOptions() cache.Options {
+	return MergeCacheOptions(cache.Options{})
+}
+
+// MergeCacheOptions returns the caller's cache settings with what the
+// controllers need added: Leases watched in kube-node-lease (added to the
+// caller's namespaces for Leases, if it restricts them), Pods in every
+// namespace (if the caller restricts the default namespaces), and, unless
+// the caller has a transform of its own, managed fields dropped from every
+// cached object. What the caller set otherwise is kept. A setting the
+// controllers cannot work with (Nodes, Leases or Pods narrowed by a
+// selector, or Pods to some namespaces) is refused by NewManager.
+func MergeCacheOptions(o cache.Options) cache.Options {
+	if o.DefaultTransform == nil {
+		o.DefaultTransform = cache.TransformStripManagedFields()
+	}
+	byObject := maps.Clone(o.ByObject)
+	if byObject == nil {
+		byObject = map[client.Object]cache.ByObject{}
+	}
+	lease, leaseBy := find(byObject, &coordinationv1.Lease{})
+	switch {
+	case lease == nil:
+		byObject[&coordinationv1.Lease{}] = cache.ByObject{Namespaces: map[string]cache.Config{corev1.NamespaceNodeLease: {}}}
+	case len(leaseBy.Namespaces) > 0:
+		if _, ok := leaseBy.Namespaces[corev1.NamespaceNodeLease]; !ok {
+			if _, all := leaseBy.Namespaces[cache.AllNamespaces]; !all {
+				leaseBy.Namespaces = maps.Clone(leaseBy.Namespaces)
+				leaseBy.Namespaces[corev1.NamespaceNodeLease] = cache.Config{}
+				byObject[lease] = leaseBy
+			}
+		}
+	}
+	if pod, _ := find(byObject, &corev1.Pod{}); pod == nil && len(o.DefaultNamespaces) > 0 {
+		byObject[&corev1.Pod{}] = cache.ByObject{Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}}
+	}
+	o.ByObject = byObject
+	return o
+}
+
+// checkCache refuses cache settings under which the controllers would miss
+// nodes, node Leases or pods.
+func checkCache(o cache.Options) error {
+	if o.DefaultLabelSelector != nil && !o.DefaultLabelSelector.Empty() ||
+		o.DefaultFieldSelector != nil && !o.DefaultFieldSelector.Empty() {
+		return fmt.Errorf("cache: a default label or field selector would hide nodes, Leases or pods from the node lifecycle controllers")
+	}
+	for _, obj := range []client.Object{&corev1.Node{}, &corev1.Pod{}, &coordinationv1.Lease{}} {
+		found, by := find(o.ByObject, obj)
+		if found == nil {
+			continue
+		}
+		kind := reflect.TypeOf(obj).Elem().Name()
+		if by.Label != nil && !by.Label.Empty() || by.Field != nil && !by.Field.Empty() {
+			return fmt.Errorf("cache: a selector on %ss would hide some from the node lifecycle controllers", kind)
+		}
+		if _, ok := obj.(*corev1.Pod); ok && len(by.Namespaces) > 0 {
+			if _, all := by.Namespaces[cache.AllNamespaces]; !all {
+				return fmt.Errorf("cache: Pods are cached in %v only; the node lifecycle controllers need every node's pods",
+					slices.Sorted(maps.Keys(by.Namespaces)))
+			}
+		}
+	}
+	return nil
+}
+
+// NewManager creates a manager for cfg with mgrOpts, its cache settings
+// merged with what the controllers need (MergeCacheOptions), and adds the
+// node lifecycle controllers to it with opts. It watches every request of
+// the manager (on a copy of cfg): a span during which the apiserver cannot
+// be reached is not taken for the silence of every node, and eviction
+// deadlines are measured on the apiserver's clock, read from the Date of
+// its answers.
+func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (ctrl.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("controllers: %w", err)
+	}
+	mgrOpts.Cache = MergeCacheOptions(mgrOpts.Cache)
+	if err := checkCache(mgrOpts.Cache); err != nil {
+		return nil, fmt.Errorf("controllers: %w", err)
+	}
+	clk := tickerOf(opts)
+	s := internal.NewSight(clk)
+	cfg = rest.CopyConfig(cfg)
+	s.Wrap(cfg)
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := internal.Setup(mgr, opts, s); err != nil {
+		return nil, err
+	}
+	if err := s.AddProbe(mgr, cfg, mgr.GetHTTPClient(), clk, opts.NodeMonitorPeriod); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// SetupWithManager adds the node lifecycle controllers to mgr, a manager
+// built elsewhere, whose cache must hold what MergeCacheOptions adds.
+//
+// It cannot watch the requests of a manager it did not build, so it learns
+// what NewManager learns from them from a probe of the apiserver's /readyz
+// instead, sent at start and every NodeMonitorPeriod: an outage counts
+// against no node once the probe fails, at most one NodeMonitorPeriod after
+// it began (the part before is counted as silence), and eviction deadlines
+// are measured on the apiserver's clock from the probe's answers, on the
+// local clock until the first.
+func SetupWithManager(mgr ctrl.Manager, opts options.Options) error {
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
+	clk := tickerOf(opts)
+	s := internal.NewSight(clk)
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	s.Wrap(cfg)
+	probe, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("apiserver probe client: %w", err)
+	}
+	if err := internal.Setup(mgr, opts, s); err != nil {
+		return err
+	}
+	return s.AddProbe(mgr, cfg, probe, clk, opts.NodeMonitorPeriod)
+}
+
+// tickerOf returns the clock opts drive deadlines by.
+func tickerOf(opts options.Options) clock.WithTicker {
+	if opts.Clock == nil {
+		return clock.RealClock{}
+	}
+	return opts.Clock
+}
+
+// find returns the key of byObject whose type is obj's, and its value.
+func find(byObject map[client.Object]cache.ByObject, obj client.Object) (client.Object, cache.ByObject) {
+	for k, v := range byObject {
+		if reflect.TypeOf(k) == reflect.TypeOf(obj) {
+			return k, v
+		}
+	}
+	return nil, cache.ByObject{}
+}

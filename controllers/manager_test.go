@@ -1,0 +1,84 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestMergeCacheOptionsKeepsTheCallersSettings(t *testing.T) {
+	secret := &corev1.Secret{}
+	caller := cache.Options{
+		DefaultNamespaces: map[string]cache.Config{"team-a": {}},
+		ByObject: map[client.Object]cache.ByObject{
+			secret:                  {Label: labels.SelectorFromSet(labels.Set{"app": "x"})},
+			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{"team-a": {}}},
+		},
+	}
+	got := MergeCacheOptions(caller)
+	if got.DefaultTransform == nil {
+		t.Error("managed fields are not dropped")
+	}
+	if _, ok := got.DefaultNamespaces["team-a"]; !ok || len(got.DefaultNamespaces) != 1 {
+		t.Errorf("default namespaces = %v, want the caller's", got.DefaultNamespaces)
+	}
+	if by, ok := got.ByObject[secret]; !ok || by.Label.String() != "app=x" {
+		t.Errorf("the caller's Secret settings were lost: %+v", got.ByObject)
+	}
+	_, lease := find(got.ByObject, &coordinationv1.Lease{})
+	if _, ok := lease.Namespaces[corev1.NamespaceNodeLease]; !ok {
+		t.Errorf("Lease namespaces = %v, want kube-node-lease added", lease.Namespaces)
+	}
+	if _, ok := lease.Namespaces["team-a"]; !ok {
+		t.Errorf("Lease namespaces = %v, want the caller's kept", lease.Namespaces)
+	}
+	if _, ok := caller.ByObject[secret]; !ok || len(caller.ByObject) != 2 {
+		t.Error("the caller's map was changed")
+	}
+	// The caller narrowed every namespaced object to one namespace: the
+	// controllers still need every pod.
+	_, pods := find(got.ByObject, &corev1.Pod{})
+	if _, ok := pods.Namespaces[cache.AllNamespaces]; !ok {
+		t.Errorf("Pod namespaces = %v, want all", pods.Namespaces)
+	}
+	if err := checkCache(got); err != nil {
+		t.Errorf("merged settings refused: %v", err)
+	}
+}
+
+func TestMergeCacheOptionsKeepsTheCallersTransform(t *testing.T) {
+	mine := func(o any) (any, error) { return o, nil }
+	got := MergeCacheOptions(cache.Options{DefaultTransform: mine})
+	if got.DefaultTransform == nil {
+		t.Fatal("transform lost")
+	}
+	if _, by := find(got.ByObject, &coordinationv1.Lease{}); len(by.Namespaces) != 1 {
+		t.Errorf("Lease namespaces = %v, want kube-node-lease only", by.Namespaces)
+	}
+}
+
+func TestCheckCacheRefusesWhatHidesNodesOrPods(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts cache.Options
+		want string
+	}{
+		{"node selector", cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Label: labels.SelectorFromSet(labels.Set{"pool": "a"})}}}, "selector on Nodes"},
+		{"pods in one namespace", cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{"team-a": {}}}}}, "Pods are cached in [team-a] only"},
+		{"default selector", cache.Options{DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"a": "b"})}, "default label or field selector"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := checkCache(MergeCacheOptions(c.opts))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

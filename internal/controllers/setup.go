@@ -1,0 +1,201 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/apiclock"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
+)
+
+// Sight is what the controllers learn from the apiserver's answers beyond
+// their content: when it could not be reached (an outage, which counts
+// against no node's silence) and its clock (which eviction deadlines are
+// measured on).
+type Sight struct {
+	Outages *sight.Monitor
+	Clock   *apiclock.Clock
+}
+
+// NewSight returns a Sight whose outages are timed on clk. The apiserver's
+// clock advances by this process's monotonic clock, never by a clock a test
+// or a step of the host's could move.
+func NewSight(clk clock.PassiveClock) Sight {
+	return Sight{Outages: sight.New(clk), Clock: apiclock.New(clock.RealClock{})}
+}
+
+// Wrap has the Sight watch every request sent with cfg.
+func (s Sight) Wrap(cfg *rest.Config) {
+	cfg.Wrap(s.Outages.Wrap)
+	cfg.Wrap(s.Clock.Wrap)
+}
+
+// AddProbe adds to mgr a probe of the /readyz of the apiserver cfg names,
+// sent with c (a client whose transport the Sight wraps) at once and then
+// every period. A hung apiserver fails no request of the controllers; the
+// probe's, given up after a period, notices it. Its answers also keep the
+// apiserver's clock known when nothing else is sent.
+func (s Sight) AddProbe(mgr ctrl.Manager, cfg *rest.Config, c *http.Client, clk clock.WithTicker, period time.Duration) error {
+	server, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return fmt.Errorf("apiserver URL: %w", err)
+	}
+	readyz := server.JoinPath("readyz").String()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return s.Outages.Probe(ctx, c, readyz, clk, period)
+	})); err != nil {
+		return fmt.Errorf("add apiserver probe: %w", err)
+	}
+	return nil
+}
+
+// Setup adds the node lifecycle controllers to mgr with opts, which must be
+// valid. s, when its parts are set, tells the controllers of outages and of
+// the apiserver's clock.
+func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	timeout := opts.ReconcileTimeoutOrDefault()
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return EnsureLeaseNamespace(ctx, mgr.GetAPIReader(), mgr.GetClient())
+	})); err != nil {
+		return fmt.Errorf("add lease namespace check: %w", err)
+	}
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	defaults := policy.Defaults(opts)
+	guard := disruption.NewGuard(disruption.Config{
+		Rates:                  defaults.Disruption.Rates,
+		UnhealthyZoneThreshold: defaults.Disruption.UnhealthyZoneThreshold,
+		FreezeThreshold:        opts.PartitionFreezeThreshold,
+		FreezeWindow:           opts.NodeMonitorGracePeriod,
+		FreezeCooldown:         opts.FreezeCooldown(),
+	})
+	policies, err := policiesServed(mgr)
+	if err != nil {
+		return err
+	}
+	var deadlines clock.PassiveClock = clk
+	if s.Clock != nil {
+		deadlines = s.Clock
+	}
+	r := &nodehealth.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Clock:     clk,
+		Recorder:  mgr.GetEventRecorder(nodehealth.ControllerName),
+		Tracker:   health.NewTracker(),
+		Grace:     defaults.Grace,
+		Guard:     guard,
+
+		ReconcileTimeout: timeout,
+	}
+	if s.Clock != nil {
+		r.APIClock = s.Clock
+	}
+	var source *nodehealthpolicy.Source
+	if policies {
+		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Defaults: defaults, Guard: guard, Clock: clk,
+			OnGuardChange: r.ApplyGuardChange}
+		r.Policies = source
+	}
+	if s.Outages != nil {
+		r.Sight = s.Outages
+		log := mgr.GetLogger().WithName(nodehealth.ControllerName)
+		s.Outages.OnRegained(func(o sight.Outage) { r.ExcuseOutage(ctrl.LoggerInto(context.Background(), log), o) })
+	}
+	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
+		return fmt.Errorf("set up node health controller: %w", err)
+	}
+	pe := &podeviction.Reconciler{
+		Client:             mgr.GetClient(),
+		Clock:              deadlines,
+		Recorder:           mgr.GetEventRecorder(podeviction.ControllerName),
+		PodEvictionTimeout: opts.PodEvictionTimeout,
+		Gate:               guardGate{guard},
+		BlockedRetry:       opts.NodeMonitorPeriod,
+		ReconcileTimeout:   timeout,
+	}
+	if source != nil {
+		pe.Policies = source
+	}
+	if err := pe.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up pod eviction controller: %w", err)
+	}
+	if source != nil {
+		st := &nodehealthpolicy.Reconciler{
+			Client:       mgr.GetClient(),
+			Source:       source,
+			Guard:        guard,
+			Clock:        clk,
+			Recorder:     mgr.GetEventRecorder(nodehealthpolicy.ControllerName),
+			ResyncPeriod: opts.NodeMonitorPeriod,
+
+			ReconcileTimeout: timeout,
+		}
+		if err := st.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("set up NodeHealthPolicy status controller: %w", err)
+		}
+	}
+	return nil
+}
+
+// policiesServed registers the NodeHealthPolicy types with the manager's
+// scheme and reports whether the apiserver serves them. Without the CRD
+// installed, every node follows the flags, as with kube-controller-manager;
+// installing it later takes a restart.
+func policiesServed(mgr ctrl.Manager) (bool, error) {
+	// Registering writes to the scheme, which clients already running may
+	// share (client-go's scheme.Scheme): only register what is missing.
+	if !mgr.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("NodeHealthPolicy")) {
+		if err := v1alpha1.AddToScheme(mgr.GetScheme()); err != nil {
+			return false, fmt.Errorf("register NodeHealthPolicy types: %w", err)
+		}
+	}
+	gk := v1alpha1.GroupVersion.WithKind("NodeHealthPolicy").GroupKind()
+	_, err := mgr.GetRESTMapper().RESTMapping(gk, v1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		mgr.GetLogger().Info("NodeHealthPolicy is not served (the CRD is not installed): every node follows the flags")
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up NodeHealthPolicy: %w", err)
+	}
+}
+
+// guardGate lets the disruption guard hold pod evictions back.
+type guardGate struct{ g *disruption.Guard }
+
+// EvictionAllowed holds evictions back during a partition freeze, while
+// every zone is down, and where the node's pool or zone holds them.
+func (gg guardGate) EvictionAllowed(node *corev1.Node) (bool, string) {
+	if !gg.g.Seeded() {
+		// Until the node health controller has counted every node, the
+		// guard cannot tell a dead zone from a dead cluster.
+		return false, "disruption guard not seeded yet"
+	}
+	return gg.g.DestructiveAllowedFor(node.Name)
+}
