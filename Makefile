@@ -60,8 +60,9 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 	$(GOLANGCI_LINT) config verify
 
 .PHONY: test
-test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize).
+test: envtest-assets kustomize ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize), then test/outside, a module of its own that uses only the public packages.
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./...
+	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
 .PHONY: test-faults
 test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, a stuck request, controller crashes, leader failover, failover mid-partition and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs it too.
@@ -72,7 +73,7 @@ FUZZTIME ?= 30s
 fuzz: ## Run each fuzz test for FUZZTIME (30s); make test runs their checked-in seed corpora in testdata/fuzz.
 	go test ./internal/health -run '^$$' -fuzz '^FuzzJudge$$' -fuzztime $(FUZZTIME)
 	go test ./internal/eviction -run '^$$' -fuzz '^FuzzDeadline$$' -fuzztime $(FUZZTIME)
-	go test ./internal/options -run '^$$' -fuzz '^FuzzParseAndValidate$$' -fuzztime $(FUZZTIME)
+	go test ./internal/cmdline -run '^$$' -fuzz '^FuzzParseAndValidate$$' -fuzztime $(FUZZTIME)
 
 # The side-by-side benchmark: how many simulated nodes, where its results go,
 # and more of its flags (--steady, --only, --profile, --pods-per-node).

@@ -15,6 +15,9 @@ const PodLabel = "fleet.nodelifecycle.io/node"
 // createPods binds PodsPerNode running, Ready pods to every node, as a
 // scheduler and the kubelets would.
 func (f *Fleet) createPods(ctx context.Context) error {
+	if err := f.ensureServiceAccount(ctx); err != nil {
+		return err
+	}
 	pods := f.client.CoreV1().Pods(f.opts.PodNamespace)
 	for _, node := range f.names {
 		for i := range f.opts.PodsPerNode {
@@ -46,6 +49,22 @@ func (f *Fleet) createPods(ctx context.Context) error {
 				return fmt.Errorf("fleet: mark pod %s running: %w", pod.Name, err)
 			}
 		}
+	}
+	return nil
+}
+
+// ensureServiceAccount creates the pods' namespace and its default
+// ServiceAccount where they are missing. A control plane without
+// kube-controller-manager, as envtest's, creates neither, and the
+// apiserver's ServiceAccount admission refuses a pod without its account.
+func (f *Fleet) ensureServiceAccount(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.opts.PodNamespace}}
+	if _, err := f.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("fleet: create namespace %s: %w", ns.Name, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: f.opts.PodNamespace}}
+	if _, err := f.client.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("fleet: create service account %s/default: %w", sa.Namespace, err)
 	}
 	return nil
 }

@@ -14,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
@@ -158,7 +158,7 @@ func restartRun(t *testing.T, r *reporter.Reporter) {
 	if err := flags.Parse([]string{"--zap-stacktrace-level=panic"}); err != nil {
 		t.Fatalf("configure logger: %v", err)
 	}
-	ctx, cancel := context.WithCancel(ctrllog.IntoContext(context.Background(), zap.New(zap.UseFlagOptions(&opts))))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), zap.New(zap.UseFlagOptions(&opts))))
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	t.Cleanup(func() {

@@ -26,9 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // BenchmarkHeartbeatCost counts what one node's heartbeats cost a real
@@ -200,7 +200,7 @@ func costRun(b *testing.B, envCfg *rest.Config, mode costMode, kind costNode, se
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := ctrllog.IntoContext(b.Context(), logr.Discard())
+	ctx := klog.NewContext(b.Context(), logr.Discard())
 
 	var registration, hours costTally
 	var nodeBytes, nodeJSON int

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // t0 is when every test starts, on the fake clock.
@@ -83,7 +83,7 @@ func (h *harness) start() {
 		defer h.logMu.Unlock()
 		h.logs = append(h.logs, args)
 	}, funcr.Options{})
-	ctx, cancel := context.WithCancel(ctrllog.IntoContext(context.Background(), log))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), log))
 	h.cancel, h.done = cancel, make(chan error, 1)
 	go func() { h.done <- h.r.Run(ctx) }()
 	h.t.Cleanup(h.stop)

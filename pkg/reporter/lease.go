@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // leaseFirstBackoff is the backoff after the first failed round of lease
@@ -30,7 +29,7 @@ func (r *Reporter) renewLeaseUntilDone(ctx context.Context) {
 			return
 		}
 		wait := r.retryAfter(backoff)
-		ctrllog.FromContext(ctx).Error(err, "Failed to renew lease, will retry", "retryAfter", wait)
+		klog.FromContext(ctx).Error(err, "Failed to renew lease, will retry", "retryAfter", wait)
 		if !r.sleep(ctx, wait) {
 			return
 		}
@@ -48,7 +47,7 @@ func (r *Reporter) renewLease(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return err
 		}
-		log := ctrllog.FromContext(ctx).V(2)
+		log := klog.FromContext(ctx).V(2)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err) {
 			// Someone else wrote or deleted the Lease (or the Node): the
 			// next try reads it again. Not a sign of a dead connection.
@@ -138,7 +137,7 @@ func (r *Reporter) createLease(ctx context.Context) error {
 		return fmt.Errorf("create lease: %w", err)
 	}
 	r.lease = created
-	ctrllog.FromContext(ctx).V(1).Info("Created lease", "Lease", klog.KObj(created))
+	klog.FromContext(ctx).V(1).Info("Created lease", "Lease", klog.KObj(created))
 	return nil
 }
 

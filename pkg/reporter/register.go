@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"k8s.io/klog/v2"
 )
 
 // registerFirstBackoff is the backoff after the first failed registration;
@@ -21,7 +21,7 @@ const registerFirstBackoff = 100 * time.Millisecond
 // whether it created the Node (rather than finding it), and fails only when
 // ctx ends.
 func (r *Reporter) register(ctx context.Context) (bool, error) {
-	log := ctrllog.FromContext(ctx)
+	log := klog.FromContext(ctx)
 	backoff := registerFirstBackoff
 	for {
 		created, err := r.tryRegister(ctx)
@@ -49,16 +49,16 @@ func (r *Reporter) tryRegister(ctx context.Context) (bool, error) {
 	if err != nil {
 		// A failing setter must not keep the node from registering: the
 		// next status sync tries it again.
-		ctrllog.FromContext(ctx).Error(err, "Failed to compute part of the initial node status")
+		klog.FromContext(ctx).Error(err, "Failed to compute part of the initial node status")
 	}
 	_, err = r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		r.lastReport = now
-		ctrllog.FromContext(ctx).V(1).Info("Registered node")
+		klog.FromContext(ctx).V(1).Info("Registered node")
 		return true, nil
 	case apierrors.IsAlreadyExists(err):
-		ctrllog.FromContext(ctx).V(2).Info("Node already registered; adopting it")
+		klog.FromContext(ctx).V(2).Info("Node already registered; adopting it")
 		return false, nil
 	default:
 		return false, fmt.Errorf("create node %q: %w", r.cfg.NodeName, err)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 const (
@@ -91,8 +90,8 @@ func (r *Reporter) Run(ctx context.Context) error {
 		return fmt.Errorf("reporter of node %q is already running", r.cfg.NodeName)
 	}
 	defer r.running.Store(false)
-	log := ctrllog.FromContext(ctx).WithValues("Node", klog.KRef("", r.cfg.NodeName))
-	ctx = ctrllog.IntoContext(ctx, log)
+	log := klog.FromContext(ctx).WithValues("Node", klog.KRef("", r.cfg.NodeName))
+	ctx = klog.NewContext(ctx, log)
 	r.gate.start(ctx)
 	defer r.gate.stop()
 

@@ -15,9 +15,9 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func TestPauseStopsHeartbeatsAndResumeRestartsThem(t *testing.T) {
@@ -226,7 +226,7 @@ func TestRetriesAfterFailureAreJittered(t *testing.T) {
 // runAll runs every reporter of rs until the test ends.
 func runAll(t *testing.T, rs []*Reporter) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctrllog.IntoContext(context.Background(), logr.Discard()))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	var wg sync.WaitGroup
 	for _, r := range rs {
 		wg.Go(func() {

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"k8s.io/klog/v2"
 )
 
 // syncStatus reports the node's status if it must be; a failure waits for
@@ -22,7 +22,7 @@ import (
 // once, by Run, and whoever deletes it means it to be gone.
 func (r *Reporter) syncStatus(ctx context.Context) {
 	if err := r.updateStatus(ctx); err != nil && ctx.Err() == nil {
-		ctrllog.FromContext(ctx).Error(err, "Failed to report node status, will retry",
+		klog.FromContext(ctx).Error(err, "Failed to report node status, will retry",
 			"retryAfter", r.cfg.NodeStatusUpdateFrequency)
 	}
 }
@@ -45,13 +45,13 @@ func (r *Reporter) updateStatus(ctx context.Context) error {
 			}
 			// The apiserver's cache may lag behind the Node; the next try
 			// reads from etcd. Not a sign of a dead connection either.
-			ctrllog.FromContext(ctx).V(2).Info("Node not found; reading it again from etcd", "error", err.Error())
+			klog.FromContext(ctx).V(2).Info("Node not found; reading it again from etcd", "error", err.Error())
 			continue
 		}
 		if try > 0 {
 			r.onRepeatedFailure()
 		}
-		ctrllog.FromContext(ctx).V(2).Info("Node status sync failed", "try", try+1, "error", err.Error())
+		klog.FromContext(ctx).V(2).Info("Node status sync failed", "try", try+1, "error", err.Error())
 	}
 	return fmt.Errorf("report status of node %q: %d tries failed: %w", r.cfg.NodeName, maxTries, err)
 }
@@ -77,7 +77,7 @@ func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 	now := r.clock.Now()
 	next, report, err := r.nextStatus(node, now)
 	if err != nil {
-		ctrllog.FromContext(ctx).Error(err, "Failed to compute part of the node status")
+		klog.FromContext(ctx).Error(err, "Failed to compute part of the node status")
 	}
 	if !report {
 		return nil
@@ -93,7 +93,7 @@ func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 		return fmt.Errorf("patch status of node %q: %w", r.cfg.NodeName, err)
 	}
 	r.lastReport = now
-	ctrllog.FromContext(ctx).V(4).Info("Reported node status")
+	klog.FromContext(ctx).V(4).Info("Reported node status")
 	return nil
 }
 

@@ -2,7 +2,7 @@
 // each registers its Node, renews its Lease and reports its status as a
 // kubelet would. Use it for demos and scale tests:
 //
-//	go run ./test/fleet/cmd/fleet --kubeconfig K --nodes 1000 --zones 3
+//	go run ./pkg/fleet/cmd/fleet --kubeconfig K --nodes 1000 --zones 3
 package main
 
 import (
