@@ -7,6 +7,15 @@ import (
 
 // Bucket is a token bucket with a burst of one, driven by the times it is
 // given rather than by a clock of its own.
+//
+// It is not golang.org/x/time/rate's Limiter, which takes explicit times too,
+// for two things the Limiter does otherwise. Refund returns a token whenever
+// a taint turns out not to have been written; the Limiter can only cancel a
+// reservation whose time has not yet come, and then gives back less when
+// tokens were taken after it. And the guard's callers read their clock before
+// taking its lock, so times may arrive slightly out of order: the bucket
+// ignores a time earlier than the last, where the Limiter moves its clock
+// back to it and counts the time since twice.
 type Bucket struct {
 	rate   float64
 	tokens float64
@@ -28,6 +37,8 @@ func (b *Bucket) SetRate(rate float64, now time.Time) {
 	b.rate = rate
 }
 
+// refill adds the tokens earned since the last time it was given, up to
+// one; a time earlier than the last earns nothing.
 func (b *Bucket) refill(now time.Time) {
 	if now.After(b.last) {
 		b.tokens = math.Min(1, b.tokens+now.Sub(b.last).Seconds()*b.rate)
@@ -66,6 +77,8 @@ func (b *Bucket) Wait(n float64, now time.Time) time.Duration {
 	return b.until(n)
 }
 
+// until returns how long until n tokens will have accumulated, rounded up
+// so that asking again after it finds them there.
 func (b *Bucket) until(n float64) time.Duration {
 	return time.Duration(math.Ceil((n - b.tokens) / b.rate * float64(time.Second)))
 }

@@ -55,6 +55,17 @@ func (s ZoneState) String() string {
 	}
 }
 
+// ZoneID names a zone of a pool.
+type ZoneID struct {
+	// Pool is the pool's name, "" for the nodes no pool claims.
+	Pool string
+	// Zone is the zone's key, as ZoneKey returns it.
+	Zone string
+}
+
+// zoneOf returns the zone of its pool a node is counted in.
+func zoneOf(st NodeStatus) ZoneID { return ZoneID{Pool: st.Pool, Zone: st.Zone} }
+
 // Counts are the counted nodes of a zone: Ready=True ones and the others.
 type Counts struct {
 	Ready, NotReady int
@@ -62,6 +73,23 @@ type Counts struct {
 
 // Size is the number of counted nodes.
 func (c Counts) Size() int { return c.Ready + c.NotReady }
+
+// tally returns the counts with a node of the given readiness added (n = 1)
+// or taken out (n = -1).
+func (c Counts) tally(ready bool, n int) Counts {
+	if ready {
+		c.Ready += n
+	} else {
+		c.NotReady += n
+	}
+	return c
+}
+
+// ZoneSnapshot is a zone's counts and state.
+type ZoneSnapshot struct {
+	Counts
+	State ZoneState
+}
 
 // ZoneStateOf computes a zone's state: FullDisruption when no node is ready,
 // PartialDisruption when more than two nodes are not ready and they make up

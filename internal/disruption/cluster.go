@@ -1,0 +1,110 @@
+package disruption
+
+import "time"
+
+// clusterHold holds what stops destructive work across the whole cluster:
+// the partition freeze with the silences and fading nodes it counts, the
+// halt while every zone is fully disrupted, and the wait after Seed.
+type clusterHold struct {
+	freeze Freeze
+	// silent holds, for each node without heartbeats, when its grace ran
+	// out.
+	silent map[string]time.Time
+	// fading is how many nodes went quiet within the freeze window.
+	fading int
+	halted bool
+	seeded bool
+	// deciding holds destructive work back from Seed until every node is
+	// known to live or to be going quiet, or until decideBy.
+	deciding bool
+	decideBy time.Time
+}
+
+// newClusterHold returns a hold that holds nothing, with the freeze cfg
+// sets.
+func newClusterHold(cfg Config) clusterHold {
+	return clusterHold{
+		freeze: Freeze{Threshold: cfg.FreezeThreshold, Window: cfg.FreezeWindow, Cooldown: cfg.FreezeCooldown},
+		silent: make(map[string]time.Time),
+	}
+}
+
+// silence records since when a node has been without heartbeats; the zero
+// time records that it has them.
+func (h *clusterHold) silence(name string, since time.Time) {
+	if since.IsZero() {
+		delete(h.silent, name)
+	} else {
+		h.silent[name] = since
+	}
+}
+
+// seed starts the wait after Seed, until one freeze window from now, and
+// rebuilds the freeze from the silences of the total nodes. It reports
+// whether that started a freeze.
+func (h *clusterHold) seed(total int, now time.Time) (froze bool) {
+	h.seeded = true
+	h.deciding, h.decideBy = true, now.Add(h.freeze.Window)
+	if frozen, _ := h.freeze.Frozen(); frozen {
+		return false
+	}
+	return h.freeze.Rebuild(total, h.silent, now)
+}
+
+// setFading records how many nodes went quiet within the freeze window.
+func (h *clusterHold) setFading(n int) { h.fading = n }
+
+// settle re-evaluates the halt, given whether every zone is fully
+// disrupted, and the freeze over the total nodes, noting in c what started
+// or ended.
+func (h *clusterHold) settle(allFull bool, total int, now time.Time, c *Change) {
+	if allFull != h.halted {
+		h.halted = allFull
+		c.Halt, c.Halted = true, allFull
+	}
+	if h.freeze.Update(total, h.silent, h.fading, now) {
+		c.Freeze, c.Frozen = true, h.frozen()
+	}
+}
+
+// decide ends the wait after Seed once decided nodes of total are known to
+// live or to be going quiet, or its time is up, and reports whether it has
+// just ended.
+func (h *clusterHold) decide(decided, total int, now time.Time) bool {
+	if h.deciding && (decided >= total || !now.Before(h.decideBy)) {
+		h.deciding = false
+		return true
+	}
+	return false
+}
+
+// hold returns why destructive work is held back everywhere: a partition
+// freeze, or every zone fully disrupted; or "". The wait after Seed is not
+// a hold.
+func (h *clusterHold) hold() string {
+	if h.frozen() {
+		return HeldFrozen
+	}
+	if h.halted {
+		return HeldHalted
+	}
+	return ""
+}
+
+// frozen reports whether a partition freeze holds.
+func (h *clusterHold) frozen() bool {
+	frozen, _ := h.freeze.Frozen()
+	return frozen
+}
+
+// isSilent reports whether the node is known to be without heartbeats.
+func (h *clusterHold) isSilent(name string) bool {
+	_, ok := h.silent[name]
+	return ok
+}
+
+// lost returns how many nodes the freeze counts as without heartbeats at
+// now.
+func (h *clusterHold) lost(now time.Time) int {
+	return h.freeze.Counted(h.silent, h.fading, now)
+}

@@ -1,0 +1,141 @@
+package disruption
+
+import "time"
+
+// Why a NoExecute taint is held back.
+const (
+	HeldHalted = "every zone is fully disrupted"
+	HeldFrozen = "partition freeze"
+	HeldRate   = "zone rate limit"
+	// HeldPaused: the pool's policy has pause requests.
+	HeldPaused = "pool paused"
+	// HeldBreaker: more of the pool is unhealthy than its maxUnhealthy.
+	HeldBreaker = "too many unhealthy nodes in the pool"
+	// HeldFullZone: the node's zone of its pool has no ready node, and the
+	// pool halts such zones.
+	HeldFullZone = "zone fully disrupted, and the pool halts such zones"
+	// HeldInvalid: the node's pool's policy is not in force; its nodes
+	// are held until it is fixed or deleted.
+	HeldInvalid = "pool's policy not in force"
+	// HeldDeciding: the controller has just started and does not know yet
+	// whether the nodes it finds marked are a partition.
+	HeldDeciding = "deciding on a partition freeze after start"
+)
+
+// TakeTaint asks whether the node may be tainted NoExecute now. Nodes wait in
+// their zone's queue in the order they first asked; the head takes a token
+// from the zone's bucket. When the answer is no, wait says when to ask again,
+// or is negative when only a change of state can help.
+func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Duration, why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if why := g.hold(name); why != "" {
+		return false, -1, why
+	}
+	if g.cluster.deciding {
+		return false, -1, HeldDeciding
+	}
+	st, _ := g.census.node(name)
+	id := zoneOf(st)
+	q := g.queues[id]
+	if q == nil {
+		q = newZoneQueue(g.pools.get(st.Pool).Normal, now)
+		g.queues[id] = q
+	}
+	if ok, wait := q.take(name, now); !ok {
+		return false, wait, HeldRate
+	}
+	return true, 0, ""
+}
+
+// ReturnTaint gives back the token TakeTaint gave a node whose taint could
+// not be written: a node whose writes keep failing (a webhook denying them)
+// must not spend its zone's rate, one token at each of its retries, while
+// the zone's other nodes wait. The node joins the back of the queue when it
+// asks again. It returns the nodes waiting in the zone, which should ask
+// again now: they were told to wait for a turn the node no longer takes.
+func (g *Guard) ReturnTaint(name string) (waiting []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, _ := g.census.node(name)
+	q := g.queues[zoneOf(st)]
+	if q == nil {
+		return nil
+	}
+	return q.refund()
+}
+
+// CancelTaint takes a node out of its zone's queue: it no longer needs the
+// taint.
+func (g *Guard) CancelTaint(name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, _ := g.census.node(name)
+	g.queues.leave(zoneOf(st), name)
+}
+
+// DestructiveAllowed reports whether evictions may proceed anywhere, and if
+// not, why.
+func (g *Guard) DestructiveAllowed() (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why := g.cluster.hold()
+	return why == "", why
+}
+
+// DestructiveAllowedFor reports whether the named node may be tainted
+// NoExecute, its pods marked NotReady or evicted, and if not, why: the
+// cluster-wide holds, then its pool's and its zone's, then the wait after
+// start.
+func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
+	return g.allowedFor(name, true)
+}
+
+// PodMarkingAllowedFor reports whether the named node's pods may be marked
+// NotReady, and if not, why: what holds its evictions holds the marking
+// too, but for every zone being down, where the pods are marked as
+// kube-controller-manager marks them.
+func (g *Guard) PodMarkingAllowedFor(name string) (bool, string) {
+	return g.allowedFor(name, false)
+}
+
+// allowedFor reports whether destructive work may touch the named node, and
+// if not, why; haltHolds says whether every zone being down holds it.
+func (g *Guard) allowedFor(name string, haltHolds bool) (bool, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	why := g.hold(name)
+	if why == HeldHalted && !haltHolds {
+		why = g.nodeHold(name)
+	}
+	if why == "" && g.cluster.deciding {
+		why = HeldDeciding
+	}
+	return why == "", why
+}
+
+// Hold returns why the named node is held, or "": a partition freeze,
+// every zone down, or its pool's or zone's hold. A held node carries none
+// of the controller's NoExecute taints; when the hold lifts it is tainted
+// again at its zone's rate, and its pods' countdowns start from then. The
+// wait after start is not a hold: it takes no taint off.
+func (g *Guard) Hold(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.hold(name)
+}
+
+// hold returns why the named node is held, the cluster-wide holds first.
+func (g *Guard) hold(name string) string {
+	if why := g.cluster.hold(); why != "" {
+		return why
+	}
+	return g.nodeHold(name)
+}
+
+// nodeHold returns why the named node's pool or zone holds NoExecute taints
+// and evictions back, or "".
+func (g *Guard) nodeHold(name string) string {
+	st, _ := g.census.node(name)
+	return g.pools.nodeHold(st, g.census.zone(zoneOf(st)).State)
+}

@@ -1,0 +1,109 @@
+package disruption
+
+import (
+	"maps"
+	"time"
+)
+
+// Halted reports whether every zone is fully disrupted.
+func (g *Guard) Halted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.halted
+}
+
+// Frozen reports whether a partition freeze holds.
+func (g *Guard) Frozen() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.frozen()
+}
+
+// PoolHold reports why the named pool holds NoExecute taints and evictions
+// back as a whole (paused, or its breaker tripped), or "".
+func (g *Guard) PoolHold(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pools.hold(name)
+}
+
+// Silent reports whether the guard knows the node as one without heartbeats.
+func (g *Guard) Silent(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.isSilent(name)
+}
+
+// LostCount returns how many nodes the freeze counts as without heartbeats
+// at now (those that went silent within its window, or the fading ones
+// when there are more of them), and how many nodes there are.
+func (g *Guard) LostCount(now time.Time) (lost, total int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.lost(now), g.census.size()
+}
+
+// Zone returns a zone's counts and state.
+func (g *Guard) Zone(key ZoneID) ZoneSnapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.census.zone(key)
+}
+
+// Nodes returns the names of the nodes in the given zones, or of every node
+// when zones is empty.
+func (g *Guard) Nodes(zones ...ZoneID) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.census.inZones(zones)
+}
+
+// PoolNodes returns the names of the nodes of the given pools.
+func (g *Guard) PoolNodes(pools ...string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.census.inPools(pools)
+}
+
+// PoolZones returns the zones of a pool with their counts and states.
+func (g *Guard) PoolZones(pool string) map[string]ZoneSnapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.census.poolZones(pool)
+}
+
+// Snapshot is a copy of the guard's state at one moment, for metrics and
+// status: reading it takes no lock, and changing it changes nothing.
+type Snapshot struct {
+	// Zones holds the zones with counted nodes.
+	Zones map[ZoneID]ZoneSnapshot
+	// Held says why each pool that holds as a whole does so.
+	Held map[string]string
+	// Nodes is how many nodes the guard knows, excluded ones included.
+	Nodes int
+	// Halted is true while every zone is fully disrupted.
+	Halted bool
+	// Frozen is true during a partition freeze, which began at
+	// FrozenSince.
+	Frozen      bool
+	FrozenSince time.Time
+	// Deciding is true during the wait after Seed.
+	Deciding bool
+}
+
+// Snapshot returns the guard's state at one moment, taken under one lock so
+// that its parts agree.
+func (g *Guard) Snapshot() Snapshot {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	frozen, since := g.cluster.freeze.Frozen()
+	return Snapshot{
+		Zones:       g.census.snapshot(),
+		Held:        maps.Clone(g.pools.held),
+		Nodes:       g.census.size(),
+		Halted:      g.cluster.halted,
+		Frozen:      frozen,
+		FrozenSince: since,
+		Deciding:    g.cluster.deciding,
+	}
+}
