@@ -5,24 +5,26 @@ package parallel
 
 import (
 	"errors"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // ForEach calls fn for every item, at most workers at a time, and returns
 // the errors joined.
+//
+// It wraps an errgroup rather than returning the group's error because
+// callers need every item tried and every failure reported, where an
+// errgroup keeps only the first.
 func ForEach[T any](items []T, workers int, fn func(T) error) error {
 	errs := make([]error, len(items))
-	sem := make(chan struct{}, max(workers, 1))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(workers, 1))
 	for i, item := range items {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			errs[i] = fn(item)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every function returns nil: the errors are in errs
 	return errors.Join(errs...)
 }

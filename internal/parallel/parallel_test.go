@@ -50,3 +50,38 @@ func raise(peak *atomic.Int32, n int32) {
 		}
 	}
 }
+
+func TestForEachTriesEveryItemAndReportsEveryError(t *testing.T) {
+	var calls atomic.Int32
+	errs := []error{errors.New("a"), errors.New("b"), errors.New("c")}
+	err := ForEach([]int{0, 1, 2, 3}, 2, func(i int) error {
+		calls.Add(1)
+		if i < len(errs) {
+			return errs[i]
+		}
+		return nil
+	})
+	if n := calls.Load(); n != 4 {
+		t.Fatalf("fn called %d times, want 4", n)
+	}
+	for _, want := range errs {
+		if !errors.Is(err, want) {
+			t.Errorf("err = %v, want it to include %v", err, want)
+		}
+	}
+}
+
+func TestForEachWithNoWorkersRunsOneAtATime(t *testing.T) {
+	var running, peak atomic.Int32
+	err := ForEach([]int{1, 2, 3}, 0, func(int) error {
+		raise(&peak, running.Add(1))
+		defer running.Add(-1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := peak.Load(); p != 1 {
+		t.Fatalf("peak concurrency %d, want 1", p)
+	}
+}

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // summary is a distribution of delays, in seconds.
@@ -14,17 +15,20 @@ type summary struct {
 }
 
 // summarize returns the nearest-rank percentiles of values: with fewer than
-// a hundred values, p99 is the largest.
+// a hundred values, p99 is the largest. gonum's Empirical quantile is the
+// nearest rank (the smallest value with at least the fraction p of values
+// at or below it); LinInterp would interpolate between ranks instead.
 func summarize(values []float64) summary {
 	if len(values) == 0 {
 		return summary{}
 	}
 	v := slices.Sorted(slices.Values(values))
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p/100*float64(len(v)))) - 1
-		return v[max(0, min(i, len(v)-1))]
+	return summary{
+		N:   len(v),
+		P50: stat.Quantile(0.50, stat.Empirical, v, nil),
+		P99: stat.Quantile(0.99, stat.Empirical, v, nil),
+		Max: v[len(v)-1],
 	}
-	return summary{N: len(v), P50: rank(50), P99: rank(99), Max: v[len(v)-1]}
 }
 
 // delays returns one delay of each stopped node that has it.

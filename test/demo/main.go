@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -129,7 +130,7 @@ func run(ctx context.Context) error {
 
 	viewCtx, stopView := context.WithCancel(ctx)
 	var viewDone sync.WaitGroup
-	viewDone.Go(func() { d.runView(viewCtx, isTerminal(os.Stdout)) })
+	viewDone.Go(func() { d.runView(viewCtx, term.IsTerminal(int(os.Stdout.Fd()))) })
 	results, playErr := d.play(ctx)
 	stopView()
 	viewDone.Wait()
@@ -146,11 +147,4 @@ func run(ctx context.Context) error {
 		fmt.Printf("Timeline written to %s\n", path)
 	}
 	return playErr
-}
-
-// isTerminal says whether f is a character device, where the live view can
-// redraw the screen.
-func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

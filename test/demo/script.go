@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
@@ -283,14 +285,13 @@ type milestone struct {
 // await polls the cluster until every milestone has held once, recording
 // for each how long after t0 it first held.
 func (d *demo) await(ctx context.Context, t0 time.Time, ms ...*milestone) error {
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
+	var pending []string
+	err := wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
 		s, err := d.obs.observe(ctx)
 		if err != nil && ctx.Err() == nil {
-			return err
+			return false, err
 		}
-		pending := []string{}
+		pending = pending[:0]
 		for _, m := range ms {
 			if !m.met && s != nil && m.cond(s) {
 				m.met, m.at = true, s.At.Sub(t0)
@@ -299,15 +300,13 @@ func (d *demo) await(ctx context.Context, t0 time.Time, ms ...*milestone) error 
 				pending = append(pending, m.name)
 			}
 		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("still waiting for %s: %w", strings.Join(pending, ", "), ctx.Err())
-		case <-tick.C:
-		}
+		return len(pending) == 0, nil
+	})
+	// The poll returns ctx.Err() when ctx ends, and observe's error as is.
+	if err != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("still waiting for %s: %w", strings.Join(pending, ", "), err)
 	}
+	return err
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

@@ -52,6 +52,8 @@ func (p *Process) Exited() <-chan struct{} { return p.exited }
 // WaitReady polls url with client until it answers 200, the process exits,
 // or timeout passes.
 func (p *Process) WaitReady(ctx context.Context, client *http.Client, url string, timeout time.Duration) error {
+	// Hand-written rather than wait.PollUntilContextTimeout, which waits on
+	// its context and timer alone: this must also stop when the process exits.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)

@@ -14,7 +14,9 @@ const deletionMemory = 10 * time.Minute
 // deletions remembers the pods this controller deleted until its cache shows
 // them deleting. A pod's status patch and its deletion reach the cache as two
 // events, and a reconcile that runs between them must not delete the pod a
-// second time.
+// second time. It is hand-written rather than apimachinery's cache.Expiring
+// because that reads a clock.Clock of its own on every call, where the
+// reconciler has a PassiveClock and derives all its times from one now.
 type deletions struct {
 	mu sync.Mutex
 	at map[types.UID]time.Time
