@@ -2,7 +2,6 @@ package nodehealth
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -284,104 +282,6 @@ func readyPod(name, node string) *corev1.Pod {
 	}
 }
 
-func TestUnreachableNodeGetsNoExecuteAndItsPodsGoNotReady(t *testing.T) {
-	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1"), readyPod("other", "n2")}, nil, nil)
-	f.reconcile(t)
-	f.clock.Step(grace.Monitor)
-	f.reconcile(t)
-	for name, want := range map[string]corev1.ConditionStatus{"p1": corev1.ConditionFalse, "other": corev1.ConditionTrue} {
-		p := &corev1.Pod{}
-		if err := f.cached.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
-			t.Fatal(err)
-		}
-		if got := p.Status.Conditions[0].Status; got != want {
-			t.Errorf("pod %s Ready = %s, want %s", name, got, want)
-		}
-	}
-	// The kubelet comes back: the NoExecute taint goes at once.
-	n := f.node(t)
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-		LastHeartbeatTime: metav1.NewTime(f.clock.Now())}}
-	if err := f.cached.Status().Update(context.Background(), n); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcile(t)
-	if n := f.node(t); len(n.Spec.Taints) != 0 {
-		t.Fatalf("taints after recovery: %v", n.Spec.Taints)
-	}
-}
-
-func TestKubeletNotReadySwapsTheNoExecuteTaintAtOnce(t *testing.T) {
-	n := readyNode()
-	added := metav1.NewTime(t0.Add(-time.Minute))
-	n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}}
-	n.Status.Conditions[0].Status = corev1.ConditionFalse
-	f := newFixture(t, []client.Object{n}, nil, nil)
-	// Use up the zone's token: a swap must not need one.
-	f.r.Guard.Update("x", disruption.NodeStatus{Ready: true}, t0)
-	f.r.Guard.TakeTaint("x", t0)
-	f.reconcile(t)
-	got := f.node(t)
-	if !hasTaint(got, corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute) || hasTaint(got, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
-		t.Fatalf("taints: %v", got.Spec.Taints)
-	}
-	// One failure, one countdown: the swap keeps the first taint's time.
-	for _, taint := range got.Spec.Taints {
-		if taint.Key == corev1.TaintNodeNotReady && taint.Effect == corev1.TaintEffectNoExecute &&
-			(taint.TimeAdded == nil || !taint.TimeAdded.Equal(&added)) {
-			t.Fatalf("swapped taint added %v, want %v", taint.TimeAdded, added)
-		}
-	}
-}
-
-func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {
-	n2 := readyNode()
-	n2.Name, n2.UID = "n2", "uid-2"
-	f := newFixture(t, []client.Object{readyNode(), n2, healthyNode("n3")}, nil, nil)
-	r2 := ctrl.Request{NamespacedName: client.ObjectKey{Name: "n2"}}
-	r3 := ctrl.Request{NamespacedName: client.ObjectKey{Name: "n3"}}
-	for _, rq := range []ctrl.Request{req, r2, r3} {
-		if _, err := f.r.Reconcile(context.Background(), rq); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.clock.Step(grace.Monitor)
-	f.reconcile(t)
-	res, err := f.r.Reconcile(context.Background(), r2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.RequeueAfter != 10*time.Second {
-		t.Fatalf("second node: RequeueAfter = %v, want 10s at 0.1 nodes/s", res.RequeueAfter)
-	}
-	if hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
-		t.Fatal("second node tainted without a token")
-	}
-	f.clock.Step(10 * time.Second)
-	if _, err := f.r.Reconcile(context.Background(), r2); err != nil {
-		t.Fatal(err)
-	}
-	if !hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
-		t.Fatal("second node not tainted after 10s")
-	}
-}
-
-// healthyNode is a node whose heartbeat the test keeps fresh by hand.
-func healthyNode(name string) *corev1.Node {
-	n := readyNode()
-	n.Name, n.UID = name, types.UID("uid-"+name)
-	return n
-}
-
-func nodeNamed(t *testing.T, f *fixture, name string) *corev1.Node {
-	t.Helper()
-	n := &corev1.Node{}
-	if err := f.cached.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
 	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, nil, nil)
 	f.reconcile(t)
@@ -430,44 +330,5 @@ func TestRegisteredSince(t *testing.T) {
 		if got := registeredSince(node, start); got != c.want {
 			t.Errorf("created %v, started %v: registeredSince = %v, want %v", c.created, start, got, c.want)
 		}
-	}
-}
-
-// TestNodeNotReadyEventOnlyWhenReadyIsLost: as with kube-controller-manager,
-// marking a node Unknown announces NodeNotReady only when it takes the Ready
-// condition from True; a node already not ready, or never ready, lost no
-// readiness by the mark.
-func TestNodeNotReadyEventOnlyWhenReadyIsLost(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		ready corev1.ConditionStatus // "": no Ready condition at all
-		want  bool
-	}{
-		{name: "True to Unknown", ready: corev1.ConditionTrue, want: true},
-		{name: "False to Unknown", ready: corev1.ConditionFalse, want: false},
-		{name: "never reported", ready: "", want: false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			n := readyNode()
-			if c.ready == "" {
-				n.Status.Conditions = nil
-			} else {
-				n.Status.Conditions[0].Status = c.ready
-			}
-			f := newFixture(t, []client.Object{n}, nil, nil)
-			f.reconcile(t)
-			f.drainEvents()
-
-			f.clock.Step(max(grace.Monitor, grace.Startup))
-			f.reconcile(t)
-			if got := readyOf(f.node(t)).Status; got != corev1.ConditionUnknown {
-				t.Fatalf("Ready = %s after the deadline, want Unknown", got)
-			}
-			evs := f.drainEvents()
-			got := slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, ReasonNodeNotReady) })
-			if got != c.want {
-				t.Fatalf("NodeNotReady event = %v, want %v; events: %q", got, c.want, evs)
-			}
-		})
 	}
 }

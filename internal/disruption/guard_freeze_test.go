@@ -1,0 +1,150 @@
+package disruption
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestFreezeIgnoresAttrition: nodes dying one a minute in a small cluster
+// are node failures; the long-dead ones never count towards a freeze, the
+// third death no more than the first.
+func TestFreezeIgnoresAttrition(t *testing.T) {
+	f := Freeze{Threshold: 0.6, Window: 50 * time.Second, Cooldown: 50 * time.Second}
+	silent := map[string]time.Time{}
+	for i := range 4 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		silent[fmt.Sprint("n", i)] = at
+		// Only the node that just died is fading.
+		if f.Update(5, silent, 1, at) {
+			t.Fatalf("death %d of 5, a minute apart, set off a freeze", i+1)
+		}
+	}
+}
+
+// TestFreezeEndsWhateverLongDeadNodesRemain: the freeze holds while the
+// nodes that went silent together stay silent, and ends once enough of them
+// are back, however many nodes died before it.
+func TestFreezeEndsWhateverLongDeadNodesRemain(t *testing.T) {
+	f := Freeze{Threshold: 0.5, Window: 50 * time.Second, Cooldown: 50 * time.Second}
+	silent := map[string]time.Time{}
+	for i := range 4 { // dead for a day
+		silent[fmt.Sprint("old", i)] = t0.Add(-24 * time.Hour)
+	}
+	for i := range 6 { // a partition, now
+		silent[fmt.Sprint("p", i)] = t0
+	}
+	if !f.Update(10, silent, 6, t0) {
+		t.Fatal("6 of 10 silent at once did not freeze")
+	}
+	for i := range 6 {
+		delete(silent, fmt.Sprint("p", i))
+	}
+	// 4 of 10 silent, all of them long dead: 40% < 50%.
+	if f.Update(10, silent, 0, t0.Add(10*time.Second)) {
+		t.Fatal("the freeze ended before its cooldown")
+	}
+	if !f.Update(10, silent, 0, t0.Add(time.Minute)) {
+		t.Fatal("the freeze did not end after its cooldown, with only long-dead nodes silent")
+	}
+	// Nor do they set it off again.
+	if f.Update(10, silent, 0, t0.Add(2*time.Minute)) {
+		t.Fatal("long-dead nodes set off a new freeze")
+	}
+}
+
+// TestFreezeRebuiltFromMarks: a controller that has just started finds the
+// nodes marked, and when; if enough of them went silent within one window,
+// whenever that was, the freeze holds; nodes marked a minute apart do not.
+func TestFreezeRebuiltFromMarks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		marks  []time.Duration // before now
+		frozen bool
+	}{
+		{"a partition marked 10s ago", []time.Duration{12 * time.Second, 11 * time.Second, 10 * time.Second, 10 * time.Second}, true},
+		{"a partition marked an hour ago, still silent", []time.Duration{time.Hour, time.Hour - 20*time.Second, time.Hour - 40*time.Second, time.Hour}, true},
+		{"one a minute", []time.Duration{4 * time.Minute, 3 * time.Minute, 2 * time.Minute, time.Minute}, false},
+		{"two together, two apart", []time.Duration{time.Hour, time.Hour, 10 * time.Second, 5 * time.Minute}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Freeze{Threshold: 0.6, Window: 50 * time.Second, Cooldown: 50 * time.Second}
+			now := t0.Add(2 * time.Hour)
+			silent := map[string]time.Time{}
+			for i, d := range tc.marks {
+				silent[fmt.Sprint("n", i)] = now.Add(-d)
+			}
+			if got := f.Rebuild(6, silent, now); got != tc.frozen {
+				t.Fatalf("Rebuild = %v, want %v", got, tc.frozen)
+			}
+			// What Rebuild decided, Update keeps.
+			if f.Update(6, silent, 0, now.Add(time.Second)) {
+				t.Fatal("the next Update changed what Rebuild decided")
+			}
+		})
+	}
+}
+
+// TestGuardWaitsAfterSeedUntilEveryNodeIsDecided: a new leader taints
+// nothing and lets nothing be evicted until it knows of every node whether
+// it lives, or a window has passed; the wait takes no taint off.
+func TestGuardWaitsAfterSeedUntilEveryNodeIsDecided(t *testing.T) {
+	g := NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55,
+		FreezeThreshold: 0.6, FreezeWindow: time.Minute, FreezeCooldown: time.Minute})
+	nodes := map[string]NodeStatus{"dead": {Zone: "z", SilentSince: t0.Add(-time.Hour)}}
+	for i := range 4 {
+		nodes[fmt.Sprint("n", i)] = NodeStatus{Zone: "z", Ready: true}
+	}
+	g.Seed(nodes, t0)
+	if ok, _, why := g.TakeTaint("dead", t0); ok || why != HeldDeciding {
+		t.Fatalf("TakeTaint right after Seed: %v, %q", ok, why)
+	}
+	if ok, why := g.DestructiveAllowedFor("dead"); ok || why != HeldDeciding {
+		t.Fatalf("DestructiveAllowedFor right after Seed: %v, %q", ok, why)
+	}
+	if why := g.Hold("dead"); why != "" {
+		t.Fatalf("the wait after Seed is a hold (%q): it would take taints off", why)
+	}
+	if c := g.Tick(nil, 4, t0.Add(time.Second)); c.Decided {
+		t.Fatal("decided with one node of five unknown")
+	}
+	if c := g.Tick(nil, 5, t0.Add(2*time.Second)); !c.Decided {
+		t.Fatal("not decided with every node known")
+	}
+	if ok, _, _ := g.TakeTaint("dead", t0.Add(2*time.Second)); !ok {
+		t.Fatal("a node dead for an hour was not tainted once decided")
+	}
+
+	// Without word of every node, the wait ends after one window.
+	g = NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55,
+		FreezeThreshold: 0.6, FreezeWindow: time.Minute, FreezeCooldown: time.Minute})
+	g.Seed(nodes, t0)
+	if c := g.Tick(nil, 0, t0.Add(time.Minute)); !c.Decided {
+		t.Fatal("the wait after Seed outlived its window")
+	}
+}
+
+// TestGuardSeededFromAPartitionHoldsAtOnce: the nodes the old leader marked
+// together are enough for the new one to freeze at Seed, before any node is
+// judged, and the freeze is a hold.
+func TestGuardSeededFromAPartitionHoldsAtOnce(t *testing.T) {
+	g := NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 1,
+		FreezeThreshold: 0.6, FreezeWindow: time.Minute, FreezeCooldown: time.Minute})
+	nodes := map[string]NodeStatus{}
+	for i := range 10 {
+		st := NodeStatus{Zone: fmt.Sprint("z", i%2), Ready: true}
+		if i < 8 {
+			st = NodeStatus{Zone: st.Zone, SilentSince: t0.Add(-5 * time.Minute).Add(time.Duration(i) * time.Second)}
+		}
+		nodes[fmt.Sprint("n", i)] = st
+	}
+	if c := g.Seed(nodes, t0); !c.Freeze || !c.Frozen {
+		t.Fatalf("Seed = %+v; want a freeze", c)
+	}
+	if why := g.Hold("n0"); why != HeldFrozen {
+		t.Fatalf("Hold = %q, want %q", why, HeldFrozen)
+	}
+	if ok, _ := g.PodMarkingAllowedFor("n0"); ok {
+		t.Fatal("pods may be marked NotReady in a freeze")
+	}
+}
