@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	goflag "flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
@@ -68,14 +69,10 @@ func run(args []string) error {
 		return runStatus(args[1:], os.Stdout)
 	}
 	opts := cmdline.Default()
-	zapOpts := zap.Options{}
 
 	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
 	fs.SortFlags = false
 	opts.AddFlags(fs)
-	logFlags := goflag.NewFlagSet("logging", goflag.ContinueOnError)
-	zapOpts.BindFlags(logFlags)
-	fs.AddGoFlagSet(logFlags)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller [flags]\n"+
 			"       node-lifecycle-controller status [flags]   (see status --help)\n\n"+
@@ -105,7 +102,13 @@ func run(args []string) error {
 	// nobody is short of.
 	cfg.DisableCompression = true
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// As kube-controller-manager: klog, in the format and at the verbosity
+	// the logging flags say, and controller-runtime's logger writes to it.
+	if err := logsapi.ValidateAndApply(opts.Logs, nil); err != nil {
+		return configError{err}
+	}
+	defer logs.FlushLogs()
+	ctrl.SetLogger(klog.Background())
 	log := ctrl.Log.WithName("setup")
 
 	mgr, err := controllers.NewManager(cfg, managerOptions(opts), opts.Options)
@@ -121,8 +124,8 @@ func run(args []string) error {
 
 	log.Info("Starting", "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,
 		"nodeStartupGracePeriod", opts.NodeStartupGracePeriod, "nodeMonitorPeriod", opts.NodeMonitorPeriod,
-		"leaderElect", opts.LeaderElect, "leaderElectLeaseDuration", opts.LeaderElectLeaseDuration,
-		"leaderElectRenewDeadline", opts.LeaderElectRenewDeadline, "leaderElectRetryPeriod", opts.LeaderElectRetryPeriod)
+		"leaderElect", opts.LeaderElection.LeaderElect, "leaderElectLeaseDuration", opts.LeaderElection.LeaseDuration.Duration,
+		"leaderElectRenewDeadline", opts.LeaderElection.RenewDeadline.Duration, "leaderElectRetryPeriod", opts.LeaderElection.RetryPeriod.Duration)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("run manager: %w", err)
 	}
@@ -132,15 +135,16 @@ func run(args []string) error {
 // managerOptions converts validated flags to the manager's options.
 func managerOptions(opts cmdline.Options) ctrl.Options {
 	return ctrl.Options{
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsBindAddress},
-		HealthProbeBindAddress:  opts.HealthProbeBindAddress,
-		PprofBindAddress:        opts.PprofBindAddress,
-		LeaderElection:          opts.LeaderElect,
-		LeaderElectionID:        opts.LeaderElectID,
-		LeaderElectionNamespace: leaderElectionNamespace(opts.LeaderElectNamespace),
-		LeaseDuration:           &opts.LeaderElectLeaseDuration,
-		RenewDeadline:           &opts.LeaderElectRenewDeadline,
-		RetryPeriod:             &opts.LeaderElectRetryPeriod,
+		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
+		PprofBindAddress:           opts.PprofBindAddress,
+		LeaderElection:             opts.LeaderElection.LeaderElect,
+		LeaderElectionResourceLock: opts.LeaderElection.ResourceLock,
+		LeaderElectionID:           opts.LeaderElection.ResourceName,
+		LeaderElectionNamespace:    leaderElectionNamespace(opts.LeaderElection.ResourceNamespace),
+		LeaseDuration:              &opts.LeaderElection.LeaseDuration.Duration,
+		RenewDeadline:              &opts.LeaderElection.RenewDeadline.Duration,
+		RetryPeriod:                &opts.LeaderElection.RetryPeriod.Duration,
 		// On a clean shutdown the next replica takes over at once, without
 		// waiting out the lease duration.
 		LeaderElectionReleaseOnCancel: true,

@@ -61,11 +61,12 @@ func TestManagerOptionsCarryLeaderElectTimings(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 	if err := fs.Parse([]string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
-		"--leader-elect-retry-period=4s", "--leader-elect-namespace=ops", "--leader-elect-id=nlc"}); err != nil {
+		"--leader-elect-retry-period=4s", "--leader-elect-resource-namespace=ops", "--leader-elect-resource-name=nlc"}); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
 	got := managerOptions(opts)
-	if !got.LeaderElection || got.LeaderElectionID != "nlc" || got.LeaderElectionNamespace != "ops" {
+	if !got.LeaderElection || got.LeaderElectionID != "nlc" || got.LeaderElectionNamespace != "ops" ||
+		got.LeaderElectionResourceLock != "leases" {
 		t.Errorf("leader election not wired: %+v", got)
 	}
 	if got.LeaseDuration == nil || *got.LeaseDuration != 30*time.Second ||

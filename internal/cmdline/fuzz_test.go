@@ -16,7 +16,7 @@ func FuzzParseAndValidate(f *testing.F) {
 	f.Add("--unhealthy-zone-threshold=NaN --node-eviction-rate=-1")
 	f.Add("--partition-freeze-threshold=1 --partition-freeze-cooldown=-1s")
 	f.Add("--node-startup-grace-period=9223372036854775807ns --node-monitor-grace-period=1h")
-	f.Add("--kube-api-qps=0 --kube-api-burst=-1 --leader-elect=false --leader-elect-id=")
+	f.Add("--kube-api-qps=0 --kube-api-burst=-1 --leader-elect=false --leader-elect-resource-name=")
 	f.Add("--pprof-bind-address=127.0.0.1:0 --metrics-bind-address=0")
 	f.Fuzz(func(t *testing.T, line string) {
 		o := Default()

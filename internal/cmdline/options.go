@@ -6,7 +6,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // the json log format, as kube-controller-manager offers
 
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -46,25 +52,17 @@ type Options struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int32
 
-	// LeaderElect makes the controller take a Lease before it acts, so that
-	// only one replica judges nodes at a time.
-	LeaderElect bool
-	// LeaderElectNamespace is where the leader election Lease lives; empty
-	// means the namespace the controller runs in, or kube-system outside a
-	// cluster.
-	LeaderElectNamespace string
-	// LeaderElectID is the name of the leader election Lease.
-	LeaderElectID string
-	// LeaderElectLeaseDuration is how long a replica that is not the
-	// leader waits, after it last saw the Lease renewed, before it takes
-	// the Lease over: the longest a crashed leader leaves nodes unjudged.
-	LeaderElectLeaseDuration time.Duration
-	// LeaderElectRenewDeadline is how long the leader keeps trying to
-	// renew the Lease before it gives up leading.
-	LeaderElectRenewDeadline time.Duration
-	// LeaderElectRetryPeriod is how long replicas wait between attempts to
-	// take or renew the Lease.
-	LeaderElectRetryPeriod time.Duration
+	// LeaderElection is kube-controller-manager's leader election
+	// configuration, bound to its flags by k8s.io/component-base. An empty
+	// ResourceNamespace means the namespace the controller runs in, or
+	// kube-system outside a cluster. LeaseDuration is how long a replica
+	// that is not the leader waits, after it last saw the Lease renewed,
+	// before it takes the Lease over: the longest a crashed leader leaves
+	// nodes unjudged.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Logs is kube-controller-manager's logging configuration (-v,
+	// --vmodule, --logging-format), bound by k8s.io/component-base.
+	Logs *logsapi.LoggingConfiguration
 
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
@@ -79,16 +77,20 @@ type Options struct {
 // Default returns the options with every value at its default.
 func Default() Options {
 	return Options{
-		KubeAPIQPS:               DefaultKubeAPIQPS,
-		KubeAPIBurst:             DefaultKubeAPIBurst,
-		Options:                  options.Default(),
-		LeaderElect:              true,
-		LeaderElectID:            DefaultLeaderElectionID,
-		LeaderElectLeaseDuration: DefaultLeaderElectLeaseDuration,
-		LeaderElectRenewDeadline: DefaultLeaderElectRenewDeadline,
-		LeaderElectRetryPeriod:   DefaultLeaderElectRetryPeriod,
-		MetricsBindAddress:       DefaultMetricsBindAddress,
-		HealthProbeBindAddress:   DefaultHealthProbeBindAddress,
+		KubeAPIQPS:   DefaultKubeAPIQPS,
+		KubeAPIBurst: DefaultKubeAPIBurst,
+		Options:      options.Default(),
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:   true,
+			LeaseDuration: metav1.Duration{Duration: DefaultLeaderElectLeaseDuration},
+			RenewDeadline: metav1.Duration{Duration: DefaultLeaderElectRenewDeadline},
+			RetryPeriod:   metav1.Duration{Duration: DefaultLeaderElectRetryPeriod},
+			ResourceLock:  resourcelock.LeasesResourceLock,
+			ResourceName:  DefaultLeaderElectionID,
+		},
+		Logs:                   logsapi.NewLoggingConfiguration(),
+		MetricsBindAddress:     DefaultMetricsBindAddress,
+		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
 	}
 }
 
@@ -105,20 +107,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	o.Options.AddFlags(fs)
 
-	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
-		"Take a leader election Lease before acting, so that one replica judges nodes at a time.")
-	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace,
-		"Namespace of the leader election Lease. Empty means the controller's own namespace, or kube-system outside a cluster.")
-	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID,
-		"Name of the leader election Lease.")
-	fs.DurationVar(&o.LeaderElectLeaseDuration, "leader-elect-lease-duration", o.LeaderElectLeaseDuration,
-		"How long a replica that is not the leader waits, after it last saw the leader renew the Lease, before it "+
-			"takes the Lease over: the longest a crashed leader leaves nodes unjudged. Must exceed --leader-elect-renew-deadline.")
-	fs.DurationVar(&o.LeaderElectRenewDeadline, "leader-elect-renew-deadline", o.LeaderElectRenewDeadline,
-		"How long the leader keeps trying to renew the Lease before it stops leading. "+
-			"Must exceed 1.2 times --leader-elect-retry-period.")
-	fs.DurationVar(&o.LeaderElectRetryPeriod, "leader-elect-retry-period", o.LeaderElectRetryPeriod,
-		"How long replicas wait between attempts to take or renew the Lease.")
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	// This controller's names before it took kube-controller-manager's.
+	fs.StringVar(&o.LeaderElection.ResourceName, "leader-elect-id", o.LeaderElection.ResourceName, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElection.ResourceNamespace, "leader-elect-namespace", o.LeaderElection.ResourceNamespace,
+		"Namespace of the leader election Lease.")
+	_ = fs.MarkDeprecated("leader-elect-id", "use --leader-elect-resource-name")
+	_ = fs.MarkDeprecated("leader-elect-namespace", "use --leader-elect-resource-namespace")
+	if o.Logs == nil {
+		o.Logs = logsapi.NewLoggingConfiguration()
+	}
+	logsapi.AddFlags(o.Logs, fs)
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
@@ -144,11 +143,20 @@ func (o *Options) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.LeaderElect {
-		if o.LeaderElectID == "" {
-			bad("leader-elect-id", `""`, "must not be empty when --leader-elect is set")
+	if o.LeaderElection.LeaderElect {
+		if o.LeaderElection.ResourceName == "" {
+			bad("leader-elect-resource-name", `""`, "must not be empty when --leader-elect is set")
+		}
+		if o.LeaderElection.ResourceLock != resourcelock.LeasesResourceLock {
+			bad("leader-elect-resource-lock", o.LeaderElection.ResourceLock,
+				"only leases is supported, as in kube-controller-manager since 1.24")
 		}
 		errs = append(errs, o.validateLeaderElectTimings()...)
+	}
+	if o.Logs != nil {
+		for _, e := range logsapi.Validate(o.Logs, nil, nil) {
+			errs = append(errs, fmt.Errorf("invalid logging flags: %w", e))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -162,7 +170,7 @@ func (o *Options) validateLeaderElectTimings() []error {
 	bad := func(flag string, value any, rule string) {
 		errs = append(errs, fmt.Errorf("invalid --%s=%v: %s", flag, value, rule))
 	}
-	lease, renew, retry := o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod
+	lease, renew, retry := o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration
 	if lease <= 0 {
 		bad("leader-elect-lease-duration", lease, "must be positive")
 	}

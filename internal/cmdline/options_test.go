@@ -36,7 +36,7 @@ func TestFlagsParseOntoDefaults(t *testing.T) {
 		t.Fatalf("parse: %v", err)
 	}
 	if o.NodeMonitorGracePeriod != 40*time.Second || o.NodeStartupGracePeriod != 2*time.Minute ||
-		o.NodeEvictionRate != 0.5 || o.LeaderElect || o.PprofBindAddress != "127.0.0.1:8082" {
+		o.NodeEvictionRate != 0.5 || o.LeaderElection.LeaderElect || o.PprofBindAddress != "127.0.0.1:8082" {
 		t.Errorf("flags not applied: %+v", o)
 	}
 	if o.NodeMonitorPeriod != options.DefaultNodeMonitorPeriod || o.PodEvictionTimeout != options.DefaultPodEvictionTimeout {
@@ -87,31 +87,33 @@ func TestValidate(t *testing.T) {
 		{"negative freeze cooldown", func(o *Options) { o.PartitionFreezeCooldown = -time.Second }, "--partition-freeze-cooldown=-1s"},
 		{"zero qps", func(o *Options) { o.KubeAPIQPS = 0 }, "--kube-api-qps=0: must be positive"},
 		{"negative burst", func(o *Options) { o.KubeAPIBurst = -1 }, "--kube-api-burst=-1: must be positive"},
-		{"empty leader id", func(o *Options) { o.LeaderElectID = "" }, "--leader-elect-id"},
-		{"empty leader id without election", func(o *Options) { o.LeaderElectID = ""; o.LeaderElect = false }, ""},
-		{"zero lease duration", func(o *Options) { o.LeaderElectLeaseDuration = 0 }, "--leader-elect-lease-duration=0s: must be positive"},
-		{"negative renew deadline", func(o *Options) { o.LeaderElectRenewDeadline = -time.Second },
+		{"empty leader id", func(o *Options) { o.LeaderElection.ResourceName = "" }, "--leader-elect-resource-name"},
+		{"config map lock", func(o *Options) { o.LeaderElection.ResourceLock = "configmaps" }, "--leader-elect-resource-lock=configmaps: only leases"},
+		{"unknown log format", func(o *Options) { o.Logs.Format = "yaml" }, "invalid logging flags"},
+		{"empty leader id without election", func(o *Options) { o.LeaderElection.ResourceName = ""; o.LeaderElection.LeaderElect = false }, ""},
+		{"zero lease duration", func(o *Options) { o.LeaderElection.LeaseDuration.Duration = 0 }, "--leader-elect-lease-duration=0s: must be positive"},
+		{"negative renew deadline", func(o *Options) { o.LeaderElection.RenewDeadline.Duration = -time.Second },
 			"--leader-elect-renew-deadline=-1s: must be positive"},
-		{"zero retry period", func(o *Options) { o.LeaderElectRetryPeriod = 0 }, "--leader-elect-retry-period=0s: must be positive"},
-		{"renew deadline equal to lease", func(o *Options) { o.LeaderElectRenewDeadline = 15 * time.Second },
+		{"zero retry period", func(o *Options) { o.LeaderElection.RetryPeriod.Duration = 0 }, "--leader-elect-retry-period=0s: must be positive"},
+		{"renew deadline equal to lease", func(o *Options) { o.LeaderElection.RenewDeadline.Duration = 15 * time.Second },
 			"--leader-elect-renew-deadline=15s: must be below --leader-elect-lease-duration (15s)"},
-		{"renew deadline above lease", func(o *Options) { o.LeaderElectLeaseDuration = 8 * time.Second },
+		{"renew deadline above lease", func(o *Options) { o.LeaderElection.LeaseDuration.Duration = 8 * time.Second },
 			"--leader-elect-renew-deadline=10s: must be below --leader-elect-lease-duration (8s)"},
-		{"renew deadline just below lease", func(o *Options) { o.LeaderElectRenewDeadline = 15*time.Second - time.Millisecond }, ""},
-		{"retry period equal to renew deadline", func(o *Options) { o.LeaderElectRetryPeriod = 10 * time.Second },
+		{"renew deadline just below lease", func(o *Options) { o.LeaderElection.RenewDeadline.Duration = 15*time.Second - time.Millisecond }, ""},
+		{"retry period equal to renew deadline", func(o *Options) { o.LeaderElection.RetryPeriod.Duration = 10 * time.Second },
 			"--leader-elect-retry-period=10s: must be below --leader-elect-renew-deadline (10s) divided by 1.2"},
 		// client-go refuses a renew deadline of at most 1.2 retry periods.
 		{"retry period at renew deadline over jitter", func(o *Options) {
-			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 12*time.Second, 10*time.Second
+			o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = 12*time.Second, 10*time.Second
 		}, "--leader-elect-retry-period=10s: must be below --leader-elect-renew-deadline (12s) divided by 1.2"},
 		{"retry period just inside the jitter", func(o *Options) {
-			o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 12*time.Second+time.Nanosecond, 10*time.Second
+			o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = 12*time.Second+time.Nanosecond, 10*time.Second
 		}, ""},
 		{"short timings", func(o *Options) {
-			o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+			o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = 3*time.Second, 2*time.Second, 500*time.Millisecond
 		}, ""},
 		{"bad timings without election", func(o *Options) {
-			o.LeaderElect, o.LeaderElectLeaseDuration, o.LeaderElectRetryPeriod = false, -time.Second, time.Hour
+			o.LeaderElection.LeaderElect, o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RetryPeriod.Duration = false, -time.Second, time.Hour
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -142,7 +144,7 @@ func TestLeaderElectTimingsMatchClientGo(t *testing.T) {
 		for _, renew := range values {
 			for _, retry := range values {
 				o := Default()
-				o.LeaderElectLeaseDuration, o.LeaderElectRenewDeadline, o.LeaderElectRetryPeriod = lease, renew, retry
+				o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = lease, renew, retry
 				_, clientGoErr := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 					Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 					Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
@@ -157,8 +159,8 @@ func TestLeaderElectTimingsMatchClientGo(t *testing.T) {
 
 func TestLeaderElectTimingFlags(t *testing.T) {
 	o := Default()
-	if o.LeaderElectLeaseDuration != 15*time.Second || o.LeaderElectRenewDeadline != 10*time.Second ||
-		o.LeaderElectRetryPeriod != 2*time.Second {
+	if o.LeaderElection.LeaseDuration.Duration != 15*time.Second || o.LeaderElection.RenewDeadline.Duration != 10*time.Second ||
+		o.LeaderElection.RetryPeriod.Duration != 2*time.Second {
 		t.Fatalf("defaults are not kube-controller-manager's: %+v", o)
 	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
@@ -171,8 +173,8 @@ func TestLeaderElectTimingFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if o.LeaderElectLeaseDuration != 30*time.Second || o.LeaderElectRenewDeadline != 20*time.Second ||
-		o.LeaderElectRetryPeriod != 4*time.Second {
+	if o.LeaderElection.LeaseDuration.Duration != 30*time.Second || o.LeaderElection.RenewDeadline.Duration != 20*time.Second ||
+		o.LeaderElection.RetryPeriod.Duration != 4*time.Second {
 		t.Errorf("flags not applied: %+v", o)
 	}
 }
@@ -181,8 +183,8 @@ func TestValidateReportsEachBrokenLeaderElectRuleOnce(t *testing.T) {
 	o := Default()
 	// The lease is too short for the renew deadline, and the retry period
 	// too long for it: two rules, two lines, and no line about positivity.
-	o.LeaderElectLeaseDuration = 5 * time.Second
-	o.LeaderElectRetryPeriod = 9 * time.Second
+	o.LeaderElection.LeaseDuration.Duration = 5 * time.Second
+	o.LeaderElection.RetryPeriod.Duration = 9 * time.Second
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("want errors")
@@ -195,7 +197,7 @@ func TestValidateReportsEachBrokenLeaderElectRuleOnce(t *testing.T) {
 	// A timing that is not positive is reported as such, and not again in
 	// its relations to the others.
 	o = Default()
-	o.LeaderElectRenewDeadline = 0
+	o.LeaderElection.RenewDeadline.Duration = 0
 	err = o.Validate()
 	if err == nil {
 		t.Fatal("want an error")
@@ -215,5 +217,48 @@ func TestValidateReportsEveryBrokenRuleOnItsOwnLine(t *testing.T) {
 	}
 	if lines := strings.Split(err.Error(), "\n"); len(lines) != 2 {
 		t.Fatalf("want 2 lines, got %q", lines)
+	}
+}
+
+// TestKubeControllerManagerFlags: the leader election and logging flags of
+// an upstream command line parse unchanged, and this controller's former
+// names still work, deprecated.
+func TestKubeControllerManagerFlags(t *testing.T) {
+	o := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	o.AddFlags(fs)
+	err := fs.Parse([]string{
+		"--leader-elect=true", "--leader-elect-resource-lock=leases",
+		"--leader-elect-resource-name=kube-controller-manager", "--leader-elect-resource-namespace=kube-system",
+		"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s",
+		"-v=2", "--logging-format=json",
+	})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	le := o.LeaderElection
+	if le.ResourceName != "kube-controller-manager" || le.ResourceNamespace != "kube-system" || le.ResourceLock != "leases" {
+		t.Errorf("leader election = %+v", le)
+	}
+	if o.Logs.Verbosity != 2 || o.Logs.Format != "json" {
+		t.Errorf("logging = %+v", o.Logs)
+	}
+
+	o = Default()
+	fs = pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(discard{})
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--leader-elect-id=nlc", "--leader-elect-namespace=ops"}); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.LeaderElection.ResourceName != "nlc" || o.LeaderElection.ResourceNamespace != "ops" {
+		t.Errorf("deprecated names not applied: %+v", o.LeaderElection)
+	}
+	if f := fs.Lookup("leader-elect-id"); f == nil || f.Deprecated == "" {
+		t.Error("--leader-elect-id is not marked deprecated")
 	}
 }

@@ -126,12 +126,12 @@ func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
 	}
 
 	opts := parseFlags(t, ctr.Args)
-	if !slices.Contains(ctr.Args, "--leader-elect=true") || !opts.LeaderElect {
+	if !slices.Contains(ctr.Args, "--leader-elect=true") || !opts.LeaderElection.LeaderElect {
 		t.Errorf("Args %q, want --leader-elect=true", ctr.Args)
 	}
 	// The leader election Role grants Leases in the pod's own namespace only.
-	if opts.LeaderElectNamespace != "" && opts.LeaderElectNamespace != dep.Namespace {
-		t.Errorf("--leader-elect-namespace=%s, want the pod's own namespace", opts.LeaderElectNamespace)
+	if opts.LeaderElection.ResourceNamespace != "" && opts.LeaderElection.ResourceNamespace != dep.Namespace {
+		t.Errorf("--leader-elect-resource-namespace=%s, want the pod's own namespace", opts.LeaderElection.ResourceNamespace)
 	}
 
 	metrics := containerPort(t, ctr, "metrics")

@@ -65,8 +65,8 @@ func startControllerProcess(name, leaseName string, flags ...string) *harness.Pr
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=true",
-		"--leader-elect-namespace=default",
-		"--leader-elect-id=" + leaseName,
+		"--leader-elect-resource-namespace=default",
+		"--leader-elect-resource-name=" + leaseName,
 		"--leader-elect-lease-duration=" + leaseDuration.String(),
 		"--leader-elect-renew-deadline=" + renewDeadline.String(),
 		"--leader-elect-retry-period=" + retryPeriod.String(),
