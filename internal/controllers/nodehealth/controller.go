@@ -90,9 +90,8 @@ type Reconciler struct {
 	// instead of holding a worker for good. 0 means none.
 	ReconcileTimeout time.Duration
 
-	kicker *kicker
-	// alarms wakes nodes at their deadlines.
-	alarms *alarms
+	// wakes schedules each node's next look (wake.go).
+	wakes *wakes
 	// started is when the controller was set up; nodes created before it
 	// are not announced as registered.
 	started time.Time
@@ -106,7 +105,7 @@ type Reconciler struct {
 
 // Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
 // deadline has passed, brings its NoSchedule taints in line with its
-// conditions, and sets the node's alarm for its deadline.
+// conditions, and sets the node's wake for its deadline.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()
@@ -168,11 +167,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// through; an expired node needs nothing until a heartbeat arrives,
 	// and a heartbeat is an event.
 	if v.Expired {
-		r.alarms.clear(node.Name)
+		r.wakes.clear(node.Name)
 	} else {
-		r.alarms.set(node.Name, v.Deadline)
+		r.wakes.atDeadline(node.Name, v.Deadline)
 	}
-	return ctrl.Result{RequeueAfter: retry}, nil
+	if retry > 0 {
+		r.wakes.after(node.Name, now.Add(retry))
+	}
+	return ctrl.Result{}, nil
 }
 
 // ExcuseOutage takes a span during which the controller could not reach the
@@ -252,8 +254,8 @@ func (r *Reconciler) tick(ctx context.Context, now time.Time) {
 }
 
 // settle turns a failed read or write into a result: a node deleted under
-// the reconciler is forgotten, a lost race is retried shortly, anything else
-// is returned for the workqueue to retry with backoff.
+// the reconciler is forgotten, a lost race is looked at again shortly,
+// anything else is returned for the work queue to retry with backoff.
 func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.Result, error) {
 	switch {
 	case apierrors.IsNotFound(err):
@@ -261,10 +263,12 @@ func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.R
 		return ctrl.Result{}, nil
 	case errors.Is(err, errBlind):
 		ctrl.LoggerFrom(ctx).V(1).Info("Not marking while the apiserver is out of reach", "error", err.Error())
-		return ctrl.Result{RequeueAfter: blindRetryDelay}, nil
+		r.wakes.after(name, r.Clock.Now().Add(blindRetryDelay))
+		return ctrl.Result{}, nil
 	case apierrors.IsConflict(err):
 		ctrl.LoggerFrom(ctx).V(2).Info("Node changed while being written; looking again", "error", err.Error())
-		return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
+		r.wakes.after(name, r.Clock.Now().Add(conflictRetryDelay))
+		return ctrl.Result{}, nil
 	default:
 		return ctrl.Result{}, err
 	}
@@ -272,7 +276,7 @@ func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.R
 
 // forget drops a node that no longer exists.
 func (r *Reconciler) forget(ctx context.Context, name string) {
-	r.alarms.clear(name)
+	r.wakes.clear(name)
 	// The guard may count a node the tracker never saw: one seeded at
 	// start and deleted before its first reconcile. It must not stay
 	// counted as a ghost, Ready or not, in its zone.

@@ -66,14 +66,14 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 				log.Info("Pool no longer holds NoExecute taints and evictions back", "pool", pool)
 			}
 		}
-		r.kicker.kick(r.Guard.PoolNodes(c.Held...)...)
+		r.wakes.now(r.Guard.PoolNodes(c.Held...)...)
 	}
 	if len(c.StateChanged) > 0 {
 		for _, zone := range c.StateChanged {
 			log.Info("Zone changed state", "zone", zone.Zone, "pool", zone.Pool, "state", r.Guard.Zone(zone).State)
 		}
 		// Their nodes' place and pace in the tainting queue changed.
-		r.kicker.kick(r.Guard.Nodes(c.StateChanged...)...)
+		r.wakes.now(r.Guard.Nodes(c.StateChanged...)...)
 	}
 	if c.Halt {
 		if c.Halted {
@@ -84,12 +84,12 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 			r.Tracker.RefreshAll(now)
 			log.Info("A zone is back: every node gets a fresh grace period")
 		}
-		r.kicker.kick(r.Guard.Nodes()...)
+		r.wakes.now(r.Guard.Nodes()...)
 	}
 	if c.Decided {
 		log.Info("Every node is known to live or to be going quiet: destructive work may begin",
 			"partitionFreeze", r.Guard.Frozen())
-		r.kicker.kick(r.Guard.Nodes()...)
+		r.wakes.now(r.Guard.Nodes()...)
 	}
 	if c.Freeze {
 		lost, total := r.Guard.LostCount(now)
@@ -100,6 +100,6 @@ func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now t
 			log.Info("Partition freeze ended", "silentNodes", lost, "nodes", total)
 		}
 		r.eventFreeze(c.Frozen, lost, total)
-		r.kicker.kick(r.Guard.Nodes()...)
+		r.wakes.now(r.Guard.Nodes()...)
 	}
 }

@@ -88,7 +88,7 @@ func (r *Reconciler) reconcileNoExecute(ctx context.Context, node *corev1.Node, 
 		return max(wait, time.Millisecond), nil
 	}
 	if err := r.setNoExecute(ctx, node, want, now); err != nil {
-		r.kicker.kick(r.Guard.ReturnTaint(node.Name)...)
+		r.wakes.now(r.Guard.ReturnTaint(node.Name)...)
 		return 0, err
 	}
 	taintsApplied.WithLabelValues(zoneLabel(node), pool).Inc()

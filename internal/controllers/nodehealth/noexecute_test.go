@@ -77,12 +77,11 @@ func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {
 	}
 	f.clock.Step(grace.Monitor)
 	f.reconcile(t)
-	res, err := f.r.Reconcile(context.Background(), r2)
-	if err != nil {
+	if _, err := f.r.Reconcile(context.Background(), r2); err != nil {
 		t.Fatal(err)
 	}
-	if res.RequeueAfter != 10*time.Second {
-		t.Fatalf("second node: RequeueAfter = %v, want 10s at 0.1 nodes/s", res.RequeueAfter)
+	if at, ok := f.r.wakes.when("n2"); !ok || at.Sub(f.clock.Now()) != 10*time.Second {
+		t.Fatalf("second node: next look at %v, %v; want in 10s at 0.1 nodes/s", at, ok)
 	}
 	if hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
 		t.Fatal("second node tainted without a token")

@@ -36,12 +36,8 @@ const Workers = 8
 // through the queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
 	r.started = r.Clock.Now()
-	r.kicker = newKicker()
-	if err := mgr.Add(r.kicker); err != nil {
-		return err
-	}
-	r.alarms = newAlarms(ticker, r.Tracker.Deadline, r.kicker.kick)
-	if err := mgr.Add(r.alarms); err != nil {
+	r.wakes = newWakes(ticker, r.Tracker.Deadline)
+	if err := mgr.Add(r.wakes); err != nil {
 		return err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -62,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
-		WatchesRawSource(source.Channel(r.kicker.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
+		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move any node's deadline or pool.
@@ -118,7 +114,7 @@ func nodeUpdateMatters(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
 }
 
-// resync is the safety net behind the deadline alarms and the clock of the
+// resync is the safety net behind the deadline wakes and the clock of the
 // partition freeze: every period it lets the freeze's window and cooldown
 // advance, and queues the nodes whose deadline passed without a verdict. It
 // runs only on the leader, like the controller, and starts each term with
@@ -134,7 +130,7 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 		case <-t.C():
 			now := ticker.Now()
 			r.tick(ctx, now)
-			r.kicker.kick(r.Tracker.Overdue(now)...)
+			r.wakes.now(r.Tracker.Overdue(now)...)
 		}
 	}
 }

@@ -1,0 +1,241 @@
+package nodehealth
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// wakes is the one path by which a node is scheduled for its next look,
+// other than the watch events that queue it themselves: its grace deadline,
+// a retry (after a lost write race, while the apiserver cannot be reached,
+// when the zone's rate lets its taint through), the safety resync, and the
+// guard's changes that alter what other nodes should carry all set a wake,
+// and one goroutine sends the nodes whose wake has come to the work queue.
+// A failed reconcile is the exception: its error goes back to the work
+// queue, whose per-node exponential backoff and error metrics are made for
+// it.
+//
+// Each node has at most one wake, the earliest asked for. A deadline wake
+// reads the deadline again when it comes: a heartbeat the tracker heard in
+// the meantime has moved it, and the wake is set again for the new one
+// without a reconcile. A healthy node is thus reconciled when something
+// about it changes, not at every renewal nor at every grace period.
+//
+// A delaying work queue (AddAfter) cannot do this: what it is given it
+// delivers, and a deadline that moves with every heartbeat would leave one
+// stale entry, and one reconcile, per renewal.
+type wakes struct {
+	clock clock.WithTicker
+	// deadline returns a node's current deadline, false for a node with
+	// none.
+	deadline func(name string) (time.Time, bool)
+
+	mu     sync.Mutex
+	at     map[string]wake
+	queue  wakeQueue
+	signal chan struct{}
+	// events feeds the controller's work queue.
+	events chan event.TypedGenericEvent[*corev1.Node]
+}
+
+// wake is one node's next look: at a time, and whether the time is its
+// grace deadline, to be read again when it comes.
+type wake struct {
+	at       time.Time
+	deadline bool
+}
+
+func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wakes {
+	return &wakes{clock: clk, deadline: deadline, at: make(map[string]wake),
+		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node])}
+}
+
+// atDeadline sets the node's wake for its grace deadline t, in place of any
+// set before: it is called at the end of a reconcile, which has dealt with
+// whatever an earlier wake was for. A nil wakes, as in tests that call the
+// reconciler directly, sets nothing.
+func (w *wakes) atDeadline(name string, t time.Time) {
+	w.set(name, wake{at: t, deadline: true}, true)
+}
+
+// after makes the node's next look come at t at the latest.
+func (w *wakes) after(name string, t time.Time) {
+	w.set(name, wake{at: t}, false)
+}
+
+// now looks at the named nodes at once. It never blocks.
+func (w *wakes) now(names ...string) {
+	if w == nil || len(names) == 0 {
+		return
+	}
+	t := w.clock.Now()
+	for _, name := range names {
+		w.after(name, t)
+	}
+}
+
+func (w *wakes) set(name string, e wake, replace bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if old, ok := w.at[name]; ok && (old.deadline == e.deadline && old.at.Equal(e.at) || !replace && !e.at.Before(old.at)) {
+		return
+	}
+	w.at[name] = e
+	heap.Push(&w.queue, queued{at: e.at, name: name})
+	if w.queue[0].name == name && w.queue[0].at.Equal(e.at) {
+		select {
+		case w.signal <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// clear drops the node's wake.
+func (w *wakes) clear(name string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.at, name)
+}
+
+// when returns when the node's next look comes, if one is set.
+func (w *wakes) when(name string) (time.Time, bool) {
+	if w == nil {
+		return time.Time{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.at[name]
+	return e.at, ok
+}
+
+// Start sends the nodes whose wake has come to the work queue until ctx
+// ends.
+func (w *wakes) Start(ctx context.Context) error {
+	for {
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if next, ok := w.next(); ok {
+			timer = w.clock.NewTimer(next.Sub(w.clock.Now()))
+			// The clock may have passed the wake while the timer was
+			// made, and a timer made then would wait too long.
+			if now := w.clock.Now(); !next.After(now) {
+				timer.Stop()
+				if !w.send(ctx, w.due(now)) {
+					return nil
+				}
+				continue
+			}
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		case <-w.signal:
+		case <-fire:
+			if !w.send(ctx, w.due(w.clock.Now())) {
+				return nil
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// next returns the earliest wake set, dropping those replaced or cleared.
+func (w *wakes) next() (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.queue) > 0 {
+		q := w.queue[0]
+		if e, ok := w.at[q.name]; ok && e.at.Equal(q.at) {
+			return q.at, true
+		}
+		heap.Pop(&w.queue)
+	}
+	return time.Time{}, false
+}
+
+// due takes every wake that has come at now and returns the nodes to look
+// at: a deadline wake whose deadline moved is set again for the new one.
+func (w *wakes) due(now time.Time) []string {
+	var due []string
+	var deadlines []string
+	w.mu.Lock()
+	for len(w.queue) > 0 && !w.queue[0].at.After(now) {
+		q := heap.Pop(&w.queue).(queued)
+		e, ok := w.at[q.name]
+		if !ok || !e.at.Equal(q.at) {
+			continue
+		}
+		delete(w.at, q.name)
+		if e.deadline {
+			deadlines = append(deadlines, q.name)
+		} else {
+			due = append(due, q.name)
+		}
+	}
+	w.mu.Unlock()
+	for _, name := range deadlines {
+		if d, ok := w.deadline(name); ok && d.After(now) {
+			w.set(name, wake{at: d, deadline: true}, false)
+			continue
+		}
+		due = append(due, name)
+	}
+	return due
+}
+
+// send queues the nodes for a reconcile; false when ctx ended first.
+func (w *wakes) send(ctx context.Context, names []string) bool {
+	for _, name := range names {
+		n := &corev1.Node{}
+		n.Name = name
+		select {
+		case w.events <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// queued is an entry of the wake queue; it is stale once the node's wake
+// changed.
+type queued struct {
+	at   time.Time
+	name string
+}
+
+// wakeQueue is a min-heap of wakes by time.
+type wakeQueue []queued
+
+func (q wakeQueue) Len() int           { return len(q) }
+func (q wakeQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q wakeQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+
+// Push adds an entry; heap.Push calls it.
+func (q *wakeQueue) Push(x any) { *q = append(*q, x.(queued)) }
+
+// Pop removes the last entry; heap.Pop calls it.
+func (q *wakeQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,130 @@
+package nodehealth
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// startWakes runs w until the test ends and returns the nodes it queues, in
+// batches of those due together.
+func startWakes(t *testing.T, w *wakes) <-chan []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+	queued := make(chan []string, 10)
+	go func() {
+		var batch []string
+		for {
+			select {
+			case e := <-w.events:
+				batch = append(batch, e.Object.Name)
+				// A batch ends when nothing else is due at once.
+				select {
+				case e := <-w.events:
+					batch = append(batch, e.Object.Name)
+					continue
+				case <-time.After(50 * time.Millisecond):
+				}
+				queued <- slices.Sorted(slices.Values(batch))
+				batch = nil
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return queued
+}
+
+// stepTo waits for the wakes' timer, then moves the clock to t0+to.
+func stepTo(clk *clocktesting.FakeClock, to time.Duration) {
+	for !clk.HasWaiters() {
+		runtime.Gosched()
+	}
+	clk.SetTime(t0.Add(to))
+}
+
+// TestWakesReconcileOnlyPassedDeadlines: a deadline wake whose node heard a
+// heartbeat meanwhile is set again for the new deadline without a
+// reconcile; one whose deadline has passed queues the node.
+func TestWakesReconcileOnlyPassedDeadlines(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	var mu sync.Mutex
+	deadlines := map[string]time.Time{"renewed": t0.Add(10 * time.Second), "silent": t0.Add(10 * time.Second)}
+	w := newWakes(clk, func(name string) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		d, ok := deadlines[name]
+		return d, ok
+	})
+	queued := startWakes(t, w)
+
+	w.atDeadline("renewed", t0.Add(10*time.Second))
+	w.atDeadline("silent", t0.Add(10*time.Second))
+	w.atDeadline("cleared", t0.Add(5*time.Second))
+	w.clear("cleared")
+	// The renewed node hears a heartbeat at 8s: its deadline moves to 18s.
+	mu.Lock()
+	deadlines["renewed"] = t0.Add(18 * time.Second)
+	mu.Unlock()
+
+	stepTo(clk, 10*time.Second)
+	if got := <-queued; !slices.Equal(got, []string{"silent"}) {
+		t.Fatalf("at 10s queued %v, want [silent]", got)
+	}
+	if at, ok := w.when("renewed"); !ok || !at.Equal(t0.Add(18*time.Second)) {
+		t.Fatalf("renewed node's wake = %v, %v; want 18s", at, ok)
+	}
+	stepTo(clk, 18*time.Second)
+	if got := <-queued; !slices.Equal(got, []string{"renewed"}) {
+		t.Fatalf("at 18s queued %v, want [renewed]", got)
+	}
+	select {
+	case got := <-queued:
+		t.Fatalf("queued %v after every wake came", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// TestWakesKeepTheEarliestLook: a retry earlier than the deadline comes
+// first and is not read again as a deadline; a later one does not put off
+// an earlier look; now queues at once.
+func TestWakesKeepTheEarliestLook(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	// Every deadline lies ahead: only a retry or now can queue a node.
+	w := newWakes(clk, func(string) (time.Time, bool) { return t0.Add(time.Hour), true })
+	queued := startWakes(t, w)
+
+	w.atDeadline("a", t0.Add(time.Hour))
+	w.after("a", t0.Add(2*time.Second))
+	w.after("a", t0.Add(30*time.Second)) // later: changes nothing
+	if at, _ := w.when("a"); !at.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("a's next look at %v, want the retry at 2s", at)
+	}
+	w.now("b")
+	if got := <-queued; !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("now queued %v, want [b]", got)
+	}
+	stepTo(clk, 2*time.Second)
+	if got := <-queued; !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("at 2s queued %v, want [a]", got)
+	}
+	// The reconcile that follows sets the deadline again, in place of
+	// what was left.
+	w.atDeadline("a", t0.Add(time.Hour))
+	if at, _ := w.when("a"); !at.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("a's next look at %v, want its deadline", at)
+	}
+}
