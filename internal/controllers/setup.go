@@ -116,8 +116,8 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	var source *nodehealthpolicy.Source
 	if policies {
-		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Defaults: defaults, Guard: guard, Clock: clk,
-			OnGuardChange: r.ApplyGuardChange}
+		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Informers: mgr.GetCache(), Defaults: defaults,
+			Guard: guard, Clock: clk, OnGuardChange: r.ApplyGuardChange}
 		r.Policies = source
 	}
 	if s.Outages != nil {
@@ -156,6 +156,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		}
 		if err := st.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("set up NodeHealthPolicy status controller: %w", err)
+		}
+		// Started after every controller subscribed to it.
+		if err := mgr.Add(source); err != nil {
+			return fmt.Errorf("add NodeHealthPolicy source: %w", err)
 		}
 	}
 	return nil

@@ -19,8 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
@@ -62,9 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move any node's deadline or pool.
-		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},
-			handler.TypedEnqueueRequestsFromMapFunc(nodehealthpolicy.NodesOnChange(r.Policies, r.Client, nil)),
-			predicate.TypedGenerationChangedPredicate[*v1alpha1.NodeHealthPolicy]{}))
+		b = b.WatchesRawSource(r.Policies.Nodes(nil))
 	}
 	return b.Complete(r)
 }

@@ -66,9 +66,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := r.Source.Refresh(ctx); err != nil {
-		return ctrl.Result{}, err
-	}
 	nodes := &corev1.NodeList{}
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list nodes: %w", err)
@@ -101,12 +98,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: r.ResyncPeriod}, nil
 }
 
-// SetupWithManager registers the reconciler: it watches policies and the
-// Node changes that can move a pool's counts.
+// SetupWithManager registers the reconciler: it follows the policies
+// through the Source, and watches the Node changes that can move a pool's
+// counts.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&v1alpha1.NodeHealthPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The Source queues every policy after it refreshed the set for a
+		// change, so a status is never computed from an older set.
+		WatchesRawSource(r.Source.Policies()).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeCountsChanged})).
 		WithOptions(controller.Options{ReconciliationTimeout: r.ReconcileTimeout}).

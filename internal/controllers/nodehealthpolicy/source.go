@@ -12,21 +12,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
-// Source keeps the policies in force, read from the cache, and the
-// disruption guard's pools in line with them. Every controller that acts on
-// policies refreshes it when a policy changes, before it queues work, so
-// that no reconcile runs on a policy set older than the event that woke it.
-// It is safe for concurrent use.
+// Source owns the policies in force: it alone reads them from the cache,
+// keeps the disruption guard's pools in line with them, and, after each
+// change of a policy's spec, queues what the change affects in every
+// controller that subscribed (Nodes, Policies). It refreshes before it
+// queues, so no reconcile runs on a policy set older than the change that
+// woke it. It is safe for concurrent use; Start runs it.
 type Source struct {
-	// Reader lists NodeHealthPolicies, from the manager's cache.
+	// Reader lists NodeHealthPolicies and Nodes, from the manager's cache.
 	Reader client.Reader
+	// Informers gives the NodeHealthPolicy informer whose changes Start
+	// follows: the manager's cache.
+	Informers cache.Informers
 	// Defaults are the settings of nodes no policy selects: the flags.
 	Defaults policy.Settings
 	// Guard gets each pool's disruption settings.
@@ -37,10 +43,23 @@ type Source struct {
 	// changed, for metrics and requeues.
 	OnGuardChange func(context.Context, disruption.Change)
 
-	mu      sync.Mutex
-	version string // the policies' generations the set was built from
-	pools   []string
-	set     atomic.Pointer[policy.Set]
+	// refreshing guards the refreshes and what they keep: version, pools.
+	refreshing sync.Mutex
+	version    string // the policies' generations the set was built from
+	pools      []string
+	set        atomic.Pointer[policy.Set]
+
+	// Subscribers, registered before Start.
+	nodeSubs   []nodeSub
+	policySubs []chan event.TypedGenericEvent[*v1alpha1.NodeHealthPolicy]
+	changed    chan struct{}
+}
+
+// nodeSub is a controller that looks again at the nodes keep accepts
+// after a policy change.
+type nodeSub struct {
+	keep   func(*corev1.Node) bool
+	events chan event.TypedGenericEvent[*corev1.Node]
 }
 
 // Set returns the policies in force, loading them on first use.
@@ -63,15 +82,23 @@ func (s *Source) For(ctx context.Context, node *corev1.Node) policy.Settings {
 // Refresh rebuilds the policy set from the cache when a policy's spec
 // changed since the last build.
 func (s *Source) Refresh(ctx context.Context) error {
+	_, err := s.refresh(ctx)
+	return err
+}
+
+// refresh is Refresh, reporting whether the set changed. Refreshes run one
+// at a time, list and all, so that a refresh that listed earlier never
+// replaces the set of one that listed later.
+func (s *Source) refresh(ctx context.Context) (bool, error) {
+	s.refreshing.Lock()
+	defer s.refreshing.Unlock()
 	list := &v1alpha1.NodeHealthPolicyList{}
 	if err := s.Reader.List(ctx, list); err != nil {
-		return fmt.Errorf("list NodeHealthPolicies: %w", err)
+		return false, fmt.Errorf("list NodeHealthPolicies: %w", err)
 	}
 	version := versionOf(list.Items)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.set.Load() != nil && version == s.version {
-		return nil
+		return false, nil
 	}
 	set := policy.NewSet(s.Defaults, list.Items)
 	s.set.Store(set)
@@ -81,7 +108,7 @@ func (s *Source) Refresh(ctx context.Context) error {
 	for name, err := range set.Invalid {
 		log.Error(err, "NodeHealthPolicy not in force", "NodeHealthPolicy", name)
 	}
-	return nil
+	return true, nil
 }
 
 // syncGuard gives the guard every pool's settings and drops the pools whose

@@ -11,8 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
@@ -35,9 +33,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move the deadlines of pods on tainted nodes.
-		b = b.WatchesRawSource(source.Kind(mgr.GetCache(), &v1alpha1.NodeHealthPolicy{},
-			handler.TypedEnqueueRequestsFromMapFunc(nodehealthpolicy.NodesOnChange(r.Policies, r.Client, hasNoExecute)),
-			predicate.TypedGenerationChangedPredicate[*v1alpha1.NodeHealthPolicy]{}))
+		b = b.WatchesRawSource(r.Policies.Nodes(hasNoExecute))
 	}
 	return b.Complete(r)
 }
