@@ -126,17 +126,6 @@ func (cs *census) poolCounts(pool string) Counts {
 	return c
 }
 
-// poolZones returns the zones of a pool with counted nodes, by zone key.
-func (cs *census) poolZones(pool string) map[string]ZoneSnapshot {
-	out := map[string]ZoneSnapshot{}
-	for id, z := range cs.zones {
-		if id.Pool == pool && z.Size() > 0 {
-			out[id.Zone] = *z
-		}
-	}
-	return out
-}
-
 // fadingByPool returns how many of the named nodes each pool counts:
 // excluded and unknown nodes count in none.
 func (cs *census) fadingByPool(names []string) map[string]int {

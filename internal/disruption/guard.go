@@ -37,7 +37,11 @@ type NodeStatus struct {
 	SilentSince time.Time
 }
 
-// Change says what an update changed beyond the node itself.
+// Change says what an update changed beyond the node itself. It names what
+// changed and leaves the values to be read when they are acted on: updates
+// run concurrently, and a caller that publishes a zone's gauges or wakes a
+// pool's nodes from the guard as it is then never shows a value older than
+// one already shown, which values carried in the Change could.
 type Change struct {
 	// Zones lists the zones whose counts or settings changed.
 	Zones []ZoneID

@@ -65,13 +65,6 @@ func (g *Guard) PoolNodes(pools ...string) []string {
 	return g.census.inPools(pools)
 }
 
-// PoolZones returns the zones of a pool with their counts and states.
-func (g *Guard) PoolZones(pool string) map[string]ZoneSnapshot {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.census.poolZones(pool)
-}
-
 // Snapshot is a copy of the guard's state at one moment, for metrics and
 // status: reading it takes no lock, and changing it changes nothing.
 type Snapshot struct {

@@ -70,11 +70,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, nodes); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list nodes: %w", err)
 	}
-	g := guardView{
-		frozen: r.Guard.Frozen(),
-		halted: r.Guard.Halted(),
-		hold:   r.Guard.PoolHold(p.Name),
-		zones:  r.Guard.PoolZones(p.Name),
+	// One snapshot, so that the freeze, the halt and the pool's zones
+	// agree with each other.
+	snap := r.Guard.Snapshot()
+	g := guardView{frozen: snap.Frozen, halted: snap.Halted, hold: snap.Held[p.Name], zones: map[string]disruption.ZoneSnapshot{}}
+	for id, z := range snap.Zones {
+		if id.Pool == p.Name && z.Size() > 0 {
+			g.zones[id.Zone] = z
+		}
 	}
 	st := computeStatus(p, r.Source.Set(ctx), nodes.Items, g, metav1.NewTime(r.Clock.Now()))
 	if equality.Semantic.DeepEqual(st, p.Status) {
