@@ -8,11 +8,14 @@
 //
 // A heartbeat's path: a Lease or Node event reaches the handler in
 // nodehealth/heartbeats.go, which records it in the tracker
-// (internal/health/tracker.go) as the informer delivers it; the reconcile in
-// nodehealth/controller.go judges the node (internal/health/verdict.go) and
-// writes the mark (internal/health/conditions.go); nodehealth/guard.go tells
-// the disruption guard (internal/disruption), which nodehealth/noexecute.go
-// asks before it taints the node NoExecute; nodehealth/pods.go marks the
-// node's pods NotReady; podeviction/controller.go deletes them at the
-// deadline internal/eviction/deadline.go computes.
+// (internal/health/tracker.go) as the informer delivers it; nodehealth/wake.go
+// schedules the node's next look for its deadline; the reconcile in
+// nodehealth/controller.go judges the node (internal/health/verdict.go), and
+// nodehealth/mark.go writes the mark (internal/health/conditions.go);
+// nodehealth/guard.go tells the disruption guard (internal/disruption),
+// which nodehealth/noexecute.go asks before it taints the node NoExecute;
+// nodehealth/pods.go marks the node's pods NotReady;
+// podeviction/controller.go deletes them at the deadline
+// internal/eviction/deadline.go computes. Policies reach every controller
+// through one owner, nodehealthpolicy/source.go.
 package controllers
