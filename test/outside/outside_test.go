@@ -76,35 +76,28 @@ func TestFromOutside(t *testing.T) {
 	go func() { agentDone <- r.Run(agentCtx) }()
 	defer func() { stopAgent(); <-agentDone }()
 
-	ready := func(node string) func(context.Context) (corev1.ConditionStatus, error) {
-		return func(ctx context.Context) (corev1.ConditionStatus, error) {
-			n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady {
-					return c.Status, nil
-				}
-			}
-			return "", nil
-		}
+	// The fleet's waits read any node, the agent's too.
+	waitReady := func(node string, status corev1.ConditionStatus) {
+		t.Helper()
+		g.Expect(f.WaitFor(ctx, node, fleet.ReadyIs(status))).To(Succeed(), "node %s never Ready=%s", node, status)
 	}
-	g.Eventually(ctx, ready("agent-0")).Should(Equal(corev1.ConditionTrue))
+	waitReady("agent-0", corev1.ConditionTrue)
 
 	// The agent stops: its node goes Unknown; the fleet's stay Ready.
 	r.Pause()
-	g.Eventually(ctx, ready("agent-0")).Should(Equal(corev1.ConditionUnknown))
+	waitReady("agent-0", corev1.ConditionUnknown)
 	for _, node := range f.Nodes() {
-		g.Expect(ready(node)(ctx)).To(Equal(corev1.ConditionTrue))
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(fleet.ReadyIs(corev1.ConditionTrue)(n)).To(BeTrue(), "fleet node %s not Ready", node)
 	}
 	// It comes back and its node recovers.
 	r.Resume()
-	g.Eventually(ctx, ready("agent-0")).Should(Equal(corev1.ConditionTrue))
+	waitReady("agent-0", corev1.ConditionTrue)
 
 	// A fleet node stops and recovers the same way.
 	f.Stop(f.Nodes()[0])
-	g.Eventually(ctx, ready(f.Nodes()[0])).Should(Equal(corev1.ConditionUnknown))
+	waitReady(f.Nodes()[0], corev1.ConditionUnknown)
 	f.Resume(f.Nodes()[0])
-	g.Eventually(ctx, ready(f.Nodes()[0])).Should(Equal(corev1.ConditionTrue))
+	waitReady(f.Nodes()[0], corev1.ConditionTrue)
 }
