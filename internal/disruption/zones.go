@@ -7,7 +7,11 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 
 // ZoneKey returns the zone a node belongs to, from the topology labels (the
 // deprecated beta labels when the GA ones are missing). Nodes with neither
-// share the zone "".
+// share the zone "". It is written here rather than taken from
+// k8s.io/component-helpers/node/topology.GetZoneKey, which reads the same
+// labels (the beta ones first), because that key joins region and zone with
+// a NUL byte: this one, "region/zone", is also the zone label of the metrics
+// and the name in a policy's status, where a NUL cannot go.
 func ZoneKey(node *corev1.Node) string {
 	region := labelOr(node, corev1.LabelTopologyRegion, corev1.LabelFailureDomainBetaRegion)
 	zone := labelOr(node, corev1.LabelTopologyZone, corev1.LabelFailureDomainBetaZone)
