@@ -42,13 +42,13 @@ var (
 
 var _ = Describe("Apiserver outage", Label("faults"), func() {
 	DescribeTable("marks no node and evicts no pod for an outage longer than the grace period, and still evicts from a node dead before it",
-		func(o apiServerOutage) {
+		func(o apiServerOutage, start func()) {
 			// The fault: the apiserver out of reach for well over a grace
 			// period.
 			const outage = 5 * time.Second
 			Expect(outage).To(BeNumerically(">", 2*grace))
 
-			startController()
+			start()
 			// The reporters retry a failed renewal at most 300ms apart, as
 			// a kubelet's 7s is to a 50s grace.
 			f := startFleet(6, 3, func(o *fleet.Options) { o.MaxBackoff = 300 * time.Millisecond })
@@ -85,8 +85,12 @@ var _ = Describe("Apiserver outage", Label("faults"), func() {
 			Eventually(podsOn(dead)).WithTimeout(time.Minute).Should(BeEmpty())
 			GinkgoWriter.Printf("pod of the dead node evicted %v after the apiserver came back\n", time.Since(back).Round(time.Second))
 		},
-		Entry("crash", apiServerCrash),
-		Entry("hang", apiServerHang),
+		Entry("crash", apiServerCrash, func() { startController() }),
+		Entry("hang", apiServerHang, func() { startController() }),
+		// SetupWithManager cannot watch the requests of a manager it did
+		// not build: its probe, every monitor period, notices the outage.
+		Entry("crash, the controllers added to a manager built elsewhere", apiServerCrash, startControllerSetUpElsewhere),
+		Entry("hang, the controllers added to a manager built elsewhere", apiServerHang, startControllerSetUpElsewhere),
 	)
 })
 

@@ -124,6 +124,27 @@ func runManager(mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ct
 // runManagerOn is runManager with the manager reaching the apiserver by
 // restCfg.
 func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
+	return runManagerBuilt(controllers.NewManager, restCfg, mgrOpts, tune...)
+}
+
+// startControllerSetUpElsewhere is startController with the controllers
+// added by controllers.SetupWithManager to a manager the suite builds, as
+// an operator adds them to its own.
+func startControllerSetUpElsewhere() {
+	runManagerBuilt(func(restCfg *rest.Config, o ctrl.Options, opts options.Options) (ctrl.Manager, error) {
+		o.Cache = controllers.CacheOptions()
+		mgr, err := ctrl.NewManager(restCfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return mgr, controllers.SetupWithManager(mgr, opts)
+	}, cfg, nil)
+}
+
+// runManagerBuilt is runManagerOn with the manager and its controllers made
+// by build.
+func runManagerBuilt(build func(*rest.Config, ctrl.Options, options.Options) (ctrl.Manager, error),
+	restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
 	o := ctrl.Options{
 		Scheme:                 scheme.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -144,7 +165,7 @@ func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...fun
 	for _, t := range tune {
 		t(&opts)
 	}
-	mgr, err := controllers.NewManager(restCfg, o, opts)
+	mgr, err := build(restCfg, o, opts)
 	Expect(err).NotTo(HaveOccurred())
 
 	ctx, cancel := context.WithCancel(context.Background())
