@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -42,8 +43,8 @@ type Options struct {
 	// PodTolerations are added to every pod.
 	PodTolerations []corev1.Toleration
 
-	// Controllers configures the controllers; the zero value means
-	// FastOptions. Start from FastOptions to change one timing.
+	// Controllers configures the controllers; nil means FastOptions. Start
+	// from FastOptions to change one timing.
 	Controllers *options.Options
 	// Manager holds the manager's options. Its metrics server and health
 	// probes are off unless set; its cache settings are merged with what
@@ -141,10 +142,8 @@ func (e *Env) Ready(node string) func(context.Context) (corev1.ConditionStatus, 
 		if err != nil {
 			return "", err
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status, nil
-			}
+		if c := health.ReadyCondition(n); c != nil {
+			return c.Status, nil
 		}
 		return "", nil
 	}

@@ -65,7 +65,7 @@ func (s *Source) Start(ctx context.Context) error {
 			return nil
 		case <-s.changed:
 		}
-		changed, err := s.refresh(ctx)
+		changed, policies, err := s.refresh(ctx)
 		if err != nil {
 			// The next event tries again; until then the set in force
 			// stays.
@@ -73,13 +73,13 @@ func (s *Source) Start(ctx context.Context) error {
 			continue
 		}
 		if changed {
-			s.notify(ctx)
+			s.notify(ctx, policies)
 		}
 	}
 }
 
-// notify queues, in every subscriber, what a policy change affects.
-func (s *Source) notify(ctx context.Context) {
+// notify queues, in every subscriber, what a change to policies affects.
+func (s *Source) notify(ctx context.Context, policies []v1alpha1.NodeHealthPolicy) {
 	if len(s.nodeSubs) > 0 {
 		nodes := &corev1.NodeList{}
 		if err := s.Reader.List(ctx, nodes); err != nil {
@@ -97,16 +97,10 @@ func (s *Source) notify(ctx context.Context) {
 			}
 		}
 	}
-	if len(s.policySubs) > 0 {
-		list := &v1alpha1.NodeHealthPolicyList{}
-		if err := s.Reader.List(ctx, list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing NodeHealthPolicies after a change failed")
-		}
-		for _, ch := range s.policySubs {
-			for i := range list.Items {
-				if !send(ctx, ch, &list.Items[i]) {
-					return
-				}
+	for _, ch := range s.policySubs {
+		for i := range policies {
+			if !send(ctx, ch, &policies[i]) {
+				return
 			}
 		}
 	}

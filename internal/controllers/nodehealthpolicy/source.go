@@ -67,7 +67,7 @@ func (s *Source) Set(ctx context.Context) *policy.Set {
 	if set := s.set.Load(); set != nil {
 		return set
 	}
-	if err := s.Refresh(ctx); err != nil {
+	if _, _, err := s.refresh(ctx); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Reading NodeHealthPolicies failed; nodes follow the flags until they can be read")
 		return policy.NewSet(s.Defaults, nil)
 	}
@@ -79,26 +79,21 @@ func (s *Source) For(ctx context.Context, node *corev1.Node) policy.Settings {
 	return s.Set(ctx).For(node.Labels)
 }
 
-// Refresh rebuilds the policy set from the cache when a policy's spec
-// changed since the last build.
-func (s *Source) Refresh(ctx context.Context) error {
-	_, err := s.refresh(ctx)
-	return err
-}
-
-// refresh is Refresh, reporting whether the set changed. Refreshes run one
-// at a time, list and all, so that a refresh that listed earlier never
-// replaces the set of one that listed later.
-func (s *Source) refresh(ctx context.Context) (bool, error) {
+// refresh rebuilds the policy set from the cache when a policy's spec
+// changed since the last build, and reports whether it did, with the
+// policies it read. Refreshes run one at a time, list and all, so that a
+// refresh that listed earlier never replaces the set of one that listed
+// later.
+func (s *Source) refresh(ctx context.Context) (bool, []v1alpha1.NodeHealthPolicy, error) {
 	s.refreshing.Lock()
 	defer s.refreshing.Unlock()
 	list := &v1alpha1.NodeHealthPolicyList{}
 	if err := s.Reader.List(ctx, list); err != nil {
-		return false, fmt.Errorf("list NodeHealthPolicies: %w", err)
+		return false, nil, fmt.Errorf("list NodeHealthPolicies: %w", err)
 	}
 	version := versionOf(list.Items)
 	if s.set.Load() != nil && version == s.version {
-		return false, nil
+		return false, list.Items, nil
 	}
 	set := policy.NewSet(s.Defaults, list.Items)
 	s.set.Store(set)
@@ -108,7 +103,7 @@ func (s *Source) refresh(ctx context.Context) (bool, error) {
 	for name, err := range set.Invalid {
 		log.Error(err, "NodeHealthPolicy not in force", "NodeHealthPolicy", name)
 	}
-	return true, nil
+	return true, list.Items, nil
 }
 
 // syncGuard gives the guard every pool's settings and drops the pools whose
