@@ -96,6 +96,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	if err != nil {
 		return err
 	}
+	upstream, err := newUpstreamEvents(mgr)
+	if err != nil {
+		return err
+	}
 	var deadlines clock.PassiveClock = clk
 	if s.Clock != nil {
 		deadlines = s.Clock
@@ -104,7 +108,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Clock:     clk,
-		Recorder:  mgr.GetEventRecorder(nodehealth.ControllerName),
+		Recorder:  upstream.For(nodehealth.EventSource),
 		Tracker:   health.NewTracker(),
 		Grace:     defaults.Grace,
 		Guard:     guard,
@@ -131,7 +135,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	pe := &podeviction.Reconciler{
 		Client:             mgr.GetClient(),
 		Clock:              deadlines,
-		Recorder:           mgr.GetEventRecorder(podeviction.ControllerName),
+		Recorder:           upstream.For(podeviction.EventSource),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,

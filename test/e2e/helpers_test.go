@@ -201,6 +201,59 @@ func eventReasonsAbout(kind, name string) func(g Gomega) []string {
 	}
 }
 
+// eventAt is when an event was first reported: an events.k8s.io event
+// carries its eventTime, a core/v1 one, written as kube-controller-manager
+// writes them, its first timestamp in whole seconds.
+func eventAt(e eventsv1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.DeprecatedFirstTimestamp.Time
+}
+
+// eventLastAt is when an event was last reported, in whole seconds for a
+// core/v1 event that the recorder folded repeats into.
+func eventLastAt(e eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.DeprecatedLastTimestamp.IsZero():
+		return e.DeprecatedLastTimestamp.Time
+	default:
+		return eventAt(e)
+	}
+}
+
+// eventCount is how many times an event was reported: a series, or the
+// count of a core/v1 event that the recorder folded repeats into.
+func eventCount(e eventsv1.Event) int32 {
+	switch {
+	case e.Series != nil:
+		return e.Series.Count
+	case e.DeprecatedCount > 0:
+		return e.DeprecatedCount
+	default:
+		return 1
+	}
+}
+
+// reasonsFrom lists the reasons of the events a component reported about an
+// object, found as `kubectl get events -A --field-selector source=...` finds
+// them.
+func reasonsFrom(source, kind, name string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		list := &corev1.EventList{}
+		g.Expect(k8s.List(context.Background(), list, client.MatchingFields{
+			"source": source, "involvedObject.kind": kind, "involvedObject.name": name,
+		})).To(Succeed())
+		reasons := make([]string, 0, len(list.Items))
+		for _, e := range list.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		return reasons
+	}
+}
+
 func deleteNode(name string) {
 	err := k8s.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue())

@@ -7,12 +7,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 )
 
@@ -138,17 +138,11 @@ var _ = Describe("Pod eviction", func() {
 			HaveField("Type", corev1.DisruptionTarget),
 			HaveField("Reason", "DeletionByTaintManager"),
 		)))
-		Eventually(func(g Gomega) []string {
-			list := &eventsv1.EventList{}
-			g.Expect(k8s.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-			var reasons []string
-			for _, e := range list.Items {
-				if e.Regarding.Name == short.Name {
-					reasons = append(reasons, e.Reason)
-				}
-			}
-			return reasons
-		}).Should(ContainElement(podeviction.ReasonTaintManagerEviction))
+		By("reporting each event under kube-controller-manager's component name")
+		Eventually(reasonsFrom(podeviction.EventSource, "Pod", short.Name)).Should(ContainElement(podeviction.ReasonTaintManagerEviction))
+		Eventually(reasonsFrom(nodehealth.EventSource, "Pod", forever.Name)).Should(ContainElement(nodehealth.ReasonNodeNotReady))
+		Eventually(reasonsFrom(nodehealth.EventSource, "Node", node)).Should(ContainElement(nodehealth.ReasonNodeNotReady))
+		Expect(reasonsFrom(nodehealth.EventSource, "Pod", short.Name)(Default)).NotTo(ContainElement(podeviction.ReasonTaintManagerEviction))
 		Expect(maxDelayBoundSince(delaysBefore, evictionDelays())).To(BeNumerically("<=", 1.0))
 	})
 

@@ -14,7 +14,13 @@ const (
 	ReasonNodeNotReady   = "NodeNotReady"
 )
 
-// Event actions, which the events.k8s.io API requires.
+// EventSource is the component that reports the events on Nodes, and on the
+// Pods marked NotReady: kube-controller-manager's node lifecycle controller
+// reports as node-controller, and filters and alerts select on it.
+const EventSource = "node-controller"
+
+// Event actions, which the events.k8s.io API requires; the recorder that
+// writes events as kube-controller-manager does drops them.
 const (
 	actionRegister        = "Register"
 	actionRemove          = "Remove"

@@ -22,7 +22,8 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
-// ControllerName names the controller in logs, metrics and events.
+// ControllerName names the controller in logs and metrics; its events come
+// from EventSource.
 const ControllerName = "node-lifecycle-controller"
 
 // Workers is how many nodes are judged at once.

@@ -12,6 +12,10 @@ const (
 	disruptionMessage = "Taint manager: deleting due to NoExecute taint"
 )
 
+// EventSource is the component that reports evictions, as
+// kube-controller-manager's taint eviction controller does.
+const EventSource = "taint-eviction-controller"
+
 const actionEvict = "Evict"
 
 func (r *Reconciler) eventEvicting(pod *corev1.Pod, node *corev1.Node) {

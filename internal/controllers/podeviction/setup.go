@@ -14,7 +14,8 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 )
 
-// ControllerName names the controller in logs, metrics and events.
+// ControllerName names the controller in logs and metrics; its events come
+// from EventSource.
 const ControllerName = "pod-eviction"
 
 // Workers is how many nodes are worked on at once.
