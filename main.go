@@ -6,10 +6,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
@@ -77,7 +80,9 @@ func run(args []string) error {
 		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller [flags]\n"+
 			"       node-lifecycle-controller status [flags]   (see status --help)\n\n"+
 			"Judges node health from Lease and status heartbeats and marks silent nodes Unknown\n"+
-			"at their grace deadline. Flag names and defaults are kube-controller-manager's.\n\nFlags:\n%s",
+			"at their grace deadline. Flag names and defaults are kube-controller-manager's; its\n"+
+			"other flags are accepted and logged as having no effect, or refused when their value\n"+
+			"contradicts what this binary does (see the README).\n\nFlags:\n%s",
 			fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
@@ -89,10 +94,14 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return configError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
 	}
+	if opts.Version {
+		fmt.Println("node-lifecycle-controller", version())
+		return nil
+	}
 	if err := opts.Validate(); err != nil {
 		return configError{err}
 	}
-	cfg, err := restConfig(opts.Kubeconfig)
+	cfg, err := restConfig(opts.Master, opts.Kubeconfig)
 	if err != nil {
 		return configError{err}
 	}
@@ -110,6 +119,9 @@ func run(args []string) error {
 	defer logs.FlushLogs()
 	ctrl.SetLogger(klog.Background())
 	log := ctrl.Log.WithName("setup")
+	for _, note := range opts.UpstreamNotes() {
+		log.Info("Accepted a kube-controller-manager flag that has no effect here", "flag", note.Flag, "value", note.Value, "why", note.Why)
+	}
 
 	mgr, err := controllers.NewManager(cfg, managerOptions(opts), opts.Options)
 	if err != nil {
@@ -135,7 +147,7 @@ func run(args []string) error {
 // managerOptions converts validated flags to the manager's options.
 func managerOptions(opts cmdline.Options) ctrl.Options {
 	return ctrl.Options{
-		Metrics:                    metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                    metricsOptions(opts),
 		HealthProbeBindAddress:     opts.HealthProbeBindAddress,
 		PprofBindAddress:           opts.PprofBindAddress,
 		LeaderElection:             opts.LeaderElection.LeaderElect,
@@ -151,9 +163,31 @@ func managerOptions(opts cmdline.Options) ctrl.Options {
 	}
 }
 
+// metricsOptions serves metrics as the flags say: by default over HTTPS, to
+// callers the apiserver authenticates and authorizes, with HTTP/2 off.
+func metricsOptions(opts cmdline.Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.MetricsBindAddress, SecureServing: opts.MetricsSecure}
+	if !opts.MetricsSecure {
+		return m
+	}
+	m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	m.CertDir, m.CertName, m.KeyName = opts.MetricsCertPath, opts.MetricsCertName, opts.MetricsCertKey
+	if !opts.EnableHTTP2 {
+		m.TLSOpts = append(m.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return m
+}
+
 // restConfig loads the kubeconfig named by --kubeconfig, or the default
-// chain when it is empty.
-func restConfig(path string) (*rest.Config, error) {
+// chain when it is empty; --master, when set, overrides its server.
+func restConfig(master, path string) (*rest.Config, error) {
+	if path == "" && master != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags(master, "")
+		if err != nil {
+			return nil, fmt.Errorf("invalid --master=%s: %w", master, err)
+		}
+		return cfg, nil
+	}
 	if path == "" {
 		cfg, err := ctrl.GetConfig()
 		if err != nil {
@@ -161,7 +195,7 @@ func restConfig(path string) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := clientcmd.BuildConfigFromFlags(master, path)
 	if err != nil {
 		return nil, fmt.Errorf("invalid --kubeconfig=%s: %w", path, err)
 	}
@@ -180,6 +214,25 @@ func leaderElectionNamespace(flag string) string {
 		}
 	}
 	return "kube-system"
+}
+
+// version is the module's version the binary was built from, and the commit
+// when the build recorded it.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			v += " " + s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			v += " (modified)"
+		}
+	}
+	return v
 }
 
 // statusTimeout bounds the reads of the status subcommand.
@@ -217,7 +270,7 @@ func runStatus(args []string, out io.Writer) error {
 	if err := opts.Validate(); err != nil {
 		return configError{err}
 	}
-	cfg, err := restConfig(opts.Kubeconfig)
+	cfg, err := restConfig(opts.Master, opts.Kubeconfig)
 	if err != nil {
 		return configError{err}
 	}

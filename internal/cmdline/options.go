@@ -3,6 +3,8 @@ package cmdline
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,7 +22,7 @@ import (
 // Defaults of the process's flags that match kube-controller-manager, so that
 // flags can be moved over unchanged.
 const (
-	DefaultMetricsBindAddress       = ":8080"
+	DefaultMetricsBindAddress       = ":8443"
 	DefaultHealthProbeBindAddress   = ":8081"
 	DefaultLeaderElectionID         = "node-lifecycle-controller"
 	DefaultLeaderElectLeaseDuration = 15 * time.Second
@@ -47,6 +49,8 @@ type Options struct {
 	// Kubeconfig is the path of a kubeconfig file; empty means in-cluster
 	// configuration, then $KUBECONFIG, then ~/.kube/config.
 	Kubeconfig string
+	// Master is the apiserver's address, overriding the kubeconfig's.
+	Master string
 	// KubeAPIQPS and KubeAPIBurst limit the requests the controller sends
 	// to the apiserver: a sustained rate per second and a burst.
 	KubeAPIQPS   float32
@@ -66,8 +70,31 @@ type Options struct {
 
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS, to callers whose bearer
+	// token the apiserver authenticates (TokenReview) and allows to get
+	// /metrics (SubjectAccessReview), as kube-controller-manager does.
+	// Off, metrics are plain HTTP to anyone who can reach the address.
+	MetricsSecure bool
+	// MetricsCertPath is a directory holding the metrics server's
+	// certificate and key, MetricsCertName and MetricsCertKey; empty means a
+	// self-signed certificate made at start.
+	MetricsCertPath string
+	MetricsCertName string
+	MetricsCertKey  string
+	// EnableHTTP2 lets the metrics server speak HTTP/2. Off by default, as
+	// in kubebuilder's projects: HTTP/2's stream handling has been the way
+	// in for denial-of-service attacks (CVE-2023-44487, CVE-2023-39325).
+	EnableHTTP2 bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// Version prints the binary's version and exits.
+	Version bool
+
+	// Upstream holds the kube-controller-manager flags given that this
+	// binary accepts without acting on them, by name; UpstreamNotes says
+	// why each has no effect.
+	Upstream map[string]string
+
 	// PprofBindAddress serves Go's profiles at /debug/pprof/; empty or "0"
 	// disables it. Off by default: profiles show the controller's internals
 	// to anyone who can reach the address.
@@ -90,7 +117,11 @@ func Default() Options {
 		},
 		Logs:                   logsapi.NewLoggingConfiguration(),
 		MetricsBindAddress:     DefaultMetricsBindAddress,
+		MetricsSecure:          true,
+		MetricsCertName:        "tls.crt",
+		MetricsCertKey:         "tls.key",
 		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
+		Upstream:               map[string]string{},
 	}
 }
 
@@ -99,6 +130,7 @@ func Default() Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
 		"Path to a kubeconfig file. Empty means in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+	fs.StringVar(&o.Master, "master", o.Master, "Address of the apiserver, overriding the one in --kubeconfig.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Requests per second the controller may send to the apiserver, sustained. Higher than "+
 			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait.")
@@ -121,10 +153,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve metrics over HTTPS, only to callers whose bearer token the apiserver authenticates and allows to get /metrics. "+
+			"Set to false for plain HTTP, open to anyone who can reach --metrics-bind-address.")
+	fs.StringVar(&o.MetricsCertPath, "metrics-cert-path", o.MetricsCertPath,
+		"Directory holding the metrics server's certificate and key (--metrics-cert-name, --metrics-cert-key), "+
+			"reloaded when they change. Empty means a self-signed certificate made at start.")
+	fs.StringVar(&o.MetricsCertName, "metrics-cert-name", o.MetricsCertName, "File name of the metrics server's certificate in --metrics-cert-path.")
+	fs.StringVar(&o.MetricsCertKey, "metrics-cert-key", o.MetricsCertKey, "File name of the metrics server's key in --metrics-cert-path.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
+		"Let the metrics server speak HTTP/2. Off by default: HTTP/2 stream handling has been used for denial-of-service attacks.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
 		`Address that serves /healthz and /readyz; "0" disables it.`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
 		`Address that serves Go's profiles at /debug/pprof/ (such as 127.0.0.1:8082); empty or "0" disables it.`)
+	fs.BoolVar(&o.Version, "version", o.Version, "Print the version and exit.")
+	o.addUpstreamFlags(fs)
 }
 
 // Validate reports every rule the options break, one line per flag.
@@ -153,12 +197,37 @@ func (o *Options) Validate() error {
 		}
 		errs = append(errs, o.validateLeaderElectTimings()...)
 	}
+	errs = append(errs, o.validateMetricsCert()...)
+	errs = append(errs, o.validateUpstream()...)
 	if o.Logs != nil {
 		for _, e := range logsapi.Validate(o.Logs, nil, nil) {
 			errs = append(errs, fmt.Errorf("invalid logging flags: %w", e))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateMetricsCert refuses a certificate that cannot be served: the
+// metrics server would otherwise fall back to a self-signed one, and a
+// scraper that verifies the certificate would fail with no word why.
+func (o *Options) validateMetricsCert() []error {
+	if o.MetricsCertPath == "" {
+		return nil
+	}
+	var errs []error
+	if !o.MetricsSecure {
+		errs = append(errs, fmt.Errorf("invalid --metrics-cert-path=%s: needs --metrics-secure", o.MetricsCertPath))
+	}
+	for _, f := range []struct{ flag, name string }{{"metrics-cert-name", o.MetricsCertName}, {"metrics-cert-key", o.MetricsCertKey}} {
+		if f.name == "" {
+			errs = append(errs, fmt.Errorf("invalid --%s=\"\": must name a file in --metrics-cert-path", f.flag))
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(o.MetricsCertPath, f.name)); err != nil {
+			errs = append(errs, fmt.Errorf("invalid --%s=%s: %w", f.flag, f.name, err))
+		}
+	}
+	return errs
 }
 
 // validateLeaderElectTimings applies client-go's rules for leader election

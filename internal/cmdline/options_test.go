@@ -58,6 +58,26 @@ func TestPprofIsOffByDefault(t *testing.T) {
 	}
 }
 
+// TestMetricsAreSecureByDefault: metrics need a token the apiserver accepts,
+// unless asked otherwise, and HTTP/2 stays off.
+func TestMetricsAreSecureByDefault(t *testing.T) {
+	o := Default()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if !o.MetricsSecure || o.EnableHTTP2 || o.MetricsBindAddress != ":8443" {
+		t.Errorf("metrics secure=%v http2=%v at %q, want secure, HTTP/1.1 only, at :8443", o.MetricsSecure, o.EnableHTTP2, o.MetricsBindAddress)
+	}
+	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-bind-address=:8080"}); err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if o.MetricsSecure || o.MetricsBindAddress != ":8080" {
+		t.Errorf("metrics secure=%v at %q after --metrics-secure=false --metrics-bind-address=:8080", o.MetricsSecure, o.MetricsBindAddress)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -112,6 +132,14 @@ func TestValidate(t *testing.T) {
 		{"short timings", func(o *Options) {
 			o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RenewDeadline.Duration, o.LeaderElection.RetryPeriod.Duration = 3*time.Second, 2*time.Second, 500*time.Millisecond
 		}, ""},
+		{"metrics cert path missing", func(o *Options) { o.MetricsCertPath = "/nonexistent" },
+			"--metrics-cert-name=tls.crt: stat /nonexistent/tls.crt"},
+		{"metrics cert path without the key", func(o *Options) { o.MetricsCertPath = "testdata/certs"; o.MetricsCertKey = "" },
+			`--metrics-cert-key="": must name a file`},
+		{"metrics cert path over plain HTTP", func(o *Options) { o.MetricsCertPath = "testdata/certs"; o.MetricsSecure = false },
+			"--metrics-cert-path=testdata/certs: needs --metrics-secure"},
+		{"metrics cert path", func(o *Options) { o.MetricsCertPath = "testdata/certs" }, ""},
+		{"plain metrics", func(o *Options) { o.MetricsSecure = false }, ""},
 		{"bad timings without election", func(o *Options) {
 			o.LeaderElection.LeaderElect, o.LeaderElection.LeaseDuration.Duration, o.LeaderElection.RetryPeriod.Duration = false, -time.Second, time.Hour
 		}, ""},

@@ -140,7 +140,10 @@ func oursServing(_ string, profile bool) (servingFlags, error) {
 	}
 	s := servingFlags{
 		args: []string{
+			// Plain HTTP on loopback, as upstream's paths are left open to
+			// the bench above.
 			"--metrics-bind-address=" + addrs[0],
+			"--metrics-secure=false",
 			"--health-probe-bind-address=" + addrs[1],
 		},
 		readyURL: "http://" + addrs[1] + "/readyz",

@@ -39,7 +39,9 @@ func controllerFlags(kubeconfig, metricsAddr, probeAddr string) []string {
 		"--pod-eviction-timeout=" + podEvictTimeout.String(),
 		"--node-eviction-rate=" + strconv.FormatFloat(evictionRate, 'f', -1, 64),
 		"--partition-freeze-cooldown=" + freezeCooldown.String(),
+		// Loopback, read by the demo itself: plain HTTP needs no token.
 		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + probeAddr,
 	}
 }

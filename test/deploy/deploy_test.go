@@ -46,6 +46,18 @@ const repoRoot = "../.."
 // renders with.
 var kustomize = filepath.Join(repoRoot, "bin", "kustomize")
 
+// metricsPort names the port that serves metrics, in the Deployment and the
+// Service, as in a kubebuilder project.
+const metricsPort = "https"
+
+// forPeople are the ClusterRoles the installer offers to users and to the
+// metrics scraper, not to the controller.
+var forPeople = []string{
+	"node-lifecycle-metrics-reader",
+	"node-lifecycle-nodehealthpolicy-viewer-role",
+	"node-lifecycle-nodehealthpolicy-editor-role",
+}
+
 // strict makes the apiserver refuse unknown and duplicate fields instead of
 // dropping them with a warning.
 var strict = client.FieldValidation(metav1.FieldValidationStrict)
@@ -134,9 +146,12 @@ func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
 		t.Errorf("--leader-elect-resource-namespace=%s, want the pod's own namespace", opts.LeaderElection.ResourceNamespace)
 	}
 
-	metrics := containerPort(t, ctr, "metrics")
+	metrics := containerPort(t, ctr, metricsPort)
 	if want := bindPort(t, opts.MetricsBindAddress); metrics.ContainerPort != want {
-		t.Errorf("Port metrics is %d, but the binary serves metrics on %d", metrics.ContainerPort, want)
+		t.Errorf("Port %s is %d, but the binary serves metrics on %d", metricsPort, metrics.ContainerPort, want)
+	}
+	if !opts.MetricsSecure {
+		t.Error("The binary serves metrics without checking who asks: want --metrics-secure")
 	}
 	health := bindPort(t, opts.HealthProbeBindAddress)
 	for _, p := range []struct {
@@ -200,15 +215,27 @@ func TestBindingsGrantEveryRoleToTheServiceAccount(t *testing.T) {
 	}
 
 	// Every rendered role must end up bound to the ServiceAccount, and every
-	// binding refer to a rendered role.
+	// binding refer to a rendered role, but for the roles the installer
+	// offers to people and scrapers, which the controller must not hold.
 	bound := map[string]bool{}
 	for _, r := range find(objs, "ClusterRole") {
+		if slices.Contains(forPeople, r.GetName()) {
+			continue
+		}
 		bound["ClusterRole "+r.GetName()] = false
+	}
+	for _, name := range forPeople {
+		if !slices.ContainsFunc(find(objs, "ClusterRole"), func(u *unstructured.Unstructured) bool { return u.GetName() == name }) {
+			t.Errorf("No ClusterRole %s", name)
+		}
 	}
 	for _, r := range find(objs, "Role") {
 		bound["Role "+r.GetNamespace()+"/"+r.GetName()] = false
 	}
 	checkRoleRef := func(binding, role string) {
+		if name, ok := strings.CutPrefix(role, "ClusterRole "); ok && slices.Contains(forPeople, name) {
+			t.Errorf("%s grants %s to the controller, which needs none of it", binding, role)
+		}
 		if _, ok := bound[role]; !ok {
 			t.Errorf("%s refers to %s, which the installer does not hold", binding, role)
 		}
@@ -290,11 +317,11 @@ func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
 			t.Errorf("Service %s selects %s=%s, which the Deployment's pods do not carry", svc.Name, k, v)
 		}
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "metrics" {
-		t.Fatalf("Service %s has ports %v, want one named metrics", svc.Name, svc.Spec.Ports)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != metricsPort {
+		t.Fatalf("Service %s has ports %v, want one named %s", svc.Name, svc.Spec.Ports, metricsPort)
 	}
 	ctr := dep.Spec.Template.Spec.Containers[0]
-	if got, want := resolve(t, ctr, svc.Spec.Ports[0].TargetPort), containerPort(t, ctr, "metrics").ContainerPort; got != want {
+	if got, want := resolve(t, ctr, svc.Spec.Ports[0].TargetPort), containerPort(t, ctr, metricsPort).ContainerPort; got != want {
 		t.Errorf("Service %s targets port %d, want the metrics port %d", svc.Name, got, want)
 	}
 
@@ -316,8 +343,17 @@ func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
 		t.Fatalf("ServiceMonitor has no spec.endpoints (%v)", err)
 	}
 	for _, e := range endpoints {
-		if port, _ := e.(map[string]any)["port"].(string); port != svc.Spec.Ports[0].Name {
+		e, _ := e.(map[string]any)
+		if port, _ := e["port"].(string); port != svc.Spec.Ports[0].Name {
 			t.Errorf("ServiceMonitor scrapes port %q, want %q", port, svc.Spec.Ports[0].Name)
+		}
+		// The controller serves metrics over HTTPS to a caller whose
+		// token the apiserver accepts.
+		if scheme, _ := e["scheme"].(string); scheme != "https" {
+			t.Errorf("ServiceMonitor scrapes with scheme %q, want https", scheme)
+		}
+		if file, _ := e["bearerTokenFile"].(string); file == "" {
+			t.Error("ServiceMonitor sends no bearer token")
 		}
 	}
 }

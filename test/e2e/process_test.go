@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -57,6 +58,13 @@ func removeControllerBinary() {
 // stops it.
 func startControllerProcess(name, leaseName string, flags ...string) *harness.Process {
 	GinkgoHelper()
+	return startControllerProcessTo(GinkgoWriter, name, leaseName, flags...)
+}
+
+// startControllerProcessTo is startControllerProcess with the process's
+// output going to out.
+func startControllerProcessTo(out io.Writer, name, leaseName string, flags ...string) *harness.Process {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	Expect(harness.WriteKubeconfig(testEnv, "node-lifecycle-controller-"+name, kubeconfig)).To(Succeed())
@@ -79,7 +87,7 @@ func startControllerProcess(name, leaseName string, flags ...string) *harness.Pr
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address=" + probeAddr,
 	}, flags...)
-	p, err := harness.StartProcess(controllerBinary(), args, GinkgoWriter)
+	p, err := harness.StartProcess(controllerBinary(), args, out)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = p.Stop(10 * time.Second) })
 	Expect(p.WaitReady(context.Background(), http.DefaultClient, "http://"+probeAddr+"/readyz", time.Minute)).To(Succeed())

@@ -1,0 +1,46 @@
+package deploy
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
+)
+
+// kubeControllerManager is the binary `make envtest-assets` builds from the
+// Kubernetes release the test/tools module pins.
+var kubeControllerManager = filepath.Join(repoRoot, "bin", "kube-controller-manager")
+
+// flagName finds the long name of each flag in a --help.
+var flagName = regexp.MustCompile(`(?m)^\s+(?:-[a-z], )?--([a-z0-9-]+)`)
+
+// TestEveryKubeControllerManagerFlagIsKnown: every flag of
+// kube-controller-manager's --help is one of this binary's, or one it
+// accepts without effect (and says why), so that an upstream command line
+// never fails on an unknown flag.
+func TestEveryKubeControllerManagerFlagIsKnown(t *testing.T) {
+	if _, err := os.Stat(kubeControllerManager); err != nil {
+		t.Fatalf("No kube-controller-manager to read the flags of: run `make envtest-assets` (`make test` does): %v", err)
+	}
+	help, err := exec.CommandContext(t.Context(), kubeControllerManager, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kube-controller-manager --help: %v\n%s", err, help)
+	}
+	names := flagName.FindAllStringSubmatch(string(help), -1)
+	if len(names) < 100 {
+		t.Fatalf("Found %d flags in kube-controller-manager --help; the pattern no longer reads it:\n%s", len(names), help)
+	}
+	o := cmdline.Default()
+	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	for _, m := range names {
+		if fs.Lookup(m[1]) == nil && m[1] != "help" {
+			t.Errorf("kube-controller-manager's --%s is unknown here: add it to the flags accepted without effect, with why, or act on it", m[1])
+		}
+	}
+}

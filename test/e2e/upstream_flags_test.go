@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+// kubeadmCommandLine is the command line kubeadm gives kube-controller-manager
+// (its static pod manifest, v1.37), without --kubeconfig, which the spec
+// sets, followed by the node lifecycle flags kube-controller-manager's
+// reference lists, at values an operator might have chosen.
+var kubeadmCommandLine = []string{
+	"--allocate-node-cidrs=true",
+	"--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+	"--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+	"--bind-address=127.0.0.1",
+	"--client-ca-file=/etc/kubernetes/pki/ca.crt",
+	"--cluster-cidr=10.244.0.0/16",
+	"--cluster-name=kubernetes",
+	"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+	"--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+	"--controllers=*,bootstrapsigner,tokencleaner",
+	"--leader-elect=true",
+	"--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+	"--root-ca-file=/etc/kubernetes/pki/ca.crt",
+	"--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+	"--service-cluster-ip-range=10.96.0.0/12",
+	"--use-service-account-credentials=true",
+	"--node-monitor-period=1s",
+	"--node-eviction-rate=0.2",
+	"--secondary-node-eviction-rate=0.02",
+	"--large-cluster-size-threshold=40",
+	"--unhealthy-zone-threshold=0.5",
+	"--kube-api-qps=20",
+	"--kube-api-burst=30",
+	"--kube-api-content-type=application/vnd.kubernetes.protobuf",
+	"--profiling",
+	"--v=2",
+}
+
+// lockedBuffer collects a process's output while the spec reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var _ = Describe("A kube-controller-manager command line", func() {
+	It("starts the binary unchanged, and says which flags have no effect here", func() {
+		out := &lockedBuffer{}
+		id := rand.String(5)
+		startControllerProcessTo(io.MultiWriter(GinkgoWriter, out), "kcm-"+id, "kcm-"+id, kubeadmCommandLine...)
+		for _, flag := range []string{"allocate-node-cidrs", "controllers", "bind-address", "use-service-account-credentials", "profiling"} {
+			Expect(out.String()).To(MatchRegexp(`Accepted a kube-controller-manager flag that has no effect here.*flag="%s"`, flag))
+		}
+		Expect(out.String()).NotTo(ContainSubstring(`flag="node-monitor-period"`), "a flag this binary acts on is not noted")
+	})
+
+	It("fails with one readable line per flag whose value this binary cannot honor", func() {
+		cmd := exec.Command(controllerBinary(), "--controllers=*,-taint-eviction-controller",
+			"--enable-leader-migration=true", "--node-monitor-grace-period=5m", "--secure-port=10257")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		Expect(errors.As(err, &exit)).To(BeTrue(), "the binary did not fail: %v", err)
+		Expect(exit.ExitCode()).To(Equal(2))
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		Expect(lines).To(ConsistOf(
+			HavePrefix("node-lifecycle-controller: invalid --node-startup-grace-period=1m0s"),
+			HavePrefix("node-lifecycle-controller: invalid --node-monitor-grace-period=5m0s"),
+			HavePrefix("node-lifecycle-controller: invalid --controllers=*,-taint-eviction-controller: leaves out taint-eviction-controller"),
+			HavePrefix("node-lifecycle-controller: invalid --enable-leader-migration=true"),
+		))
+	})
+})
