@@ -15,6 +15,7 @@ COPY main.go main.go
 COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
+COPY pkg/ pkg/
 
 # GOARCH has no default, so the binary is built for the platform of the image
 # (docker's TARGETARCH), or of the host when building without buildx.
