@@ -51,6 +51,17 @@ vet: ## Run go vet against code.
 lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run
 
+.PHONY: verify
+verify: manifests generate ## Check that generated code and manifests, formatting and go.mod are as committed: regenerate, then fail on any difference.
+	go mod tidy -diff
+	cd test/outside && go mod tidy -diff
+	cd hack/ociimage && go mod tidy -diff
+	@unformatted=$$(gofmt -s -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "Not gofmt -s formatted:"; echo "$$unformatted"; exit 1; fi
+	@git diff --exit-code -- api config || { echo "make manifests generate changed the files above: commit what they generate"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
+	if [ -n "$$untracked" ]; then echo "make manifests generate wrote files that are not committed:"; echo "$$untracked"; exit 1; fi
+
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 	$(GOLANGCI_LINT) run --fix

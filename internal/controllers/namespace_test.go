@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -20,7 +20,7 @@ import (
 
 func TestEnsureLeaseNamespaceCreatesItOnce(t *testing.T) {
 	ctx := context.Background()
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 	for range 2 {
 		if err := EnsureLeaseNamespace(ctx, c, c); err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestEnsureLeaseNamespaceCreatesItOnce(t *testing.T) {
 // fail with err, and a count of those reads.
 func failingNamespaceGets(n int32, err error) (client.Client, *atomic.Int32) {
 	var gets atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*corev1.Namespace); ok && gets.Add(1) <= n {
 				return err

@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -21,26 +21,26 @@ import (
 // or policy of the cluster's might; probe sends one such request in dry
 // run, to wait until the policy is in force. It is lifted when the spec
 // ends.
-func refuse(resource string, op admissionv1.OperationType, allow string, probe func() error) {
+func refuse(resource string, op admissionregistrationv1.OperationType, allow string, probe func() error) {
 	name := "refuse-" + rand.String(5)
-	policy := &admissionv1.ValidatingAdmissionPolicy{
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{op},
-					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{op},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource}},
 				},
 			}}},
-			Validations: []admissionv1.Validation{{Expression: allow, Message: "refused by the suite's policy"}},
+			Validations: []admissionregistrationv1.Validation{{Expression: allow, Message: "refused by the suite's policy"}},
 		},
 	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        name,
-			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
 	ctx := context.Background()
@@ -67,7 +67,7 @@ var _ = Describe("Refused writes", Label("faults"), func() {
 			inZone(n, zone)
 		}
 		Eventually(nodesReadyAndUntainted(append(live, refused, other)...)).Should(Succeed())
-		refuse("nodes", admissionv1.Update,
+		refuse("nodes", admissionregistrationv1.Update,
 			"object.metadata.name != '"+refused+"' || !has(object.spec.taints) || "+
 				"!object.spec.taints.exists(t, t.key == 'node.kubernetes.io/unreachable' && t.effect == 'NoExecute')",
 			func() error {
@@ -97,7 +97,7 @@ var _ = Describe("Refused writes", Label("faults"), func() {
 		node, fail := failingNode()
 		stuck := createPod("stuck-"+rand.String(5), node, tolerateUnreachable(ptr.To[int64](0)))
 		next := createPod("next-"+rand.String(5), node, tolerateUnreachable(ptr.To(int64(later/time.Second))))
-		refuse("pods", admissionv1.Delete, "oldObject.metadata.name != '"+stuck.Name+"'", func() error {
+		refuse("pods", admissionregistrationv1.Delete, "oldObject.metadata.name != '"+stuck.Name+"'", func() error {
 			return k8s.Delete(context.Background(), stuck.DeepCopy(), client.DryRunAll)
 		})
 

@@ -497,6 +497,7 @@ var _ = Describe("NodeHealthPolicy", func() {
 		// Silent for well past the grace about to be set, and still Ready.
 		Consistently(readyStatus(node)).WithTimeout(lowered + 1500*time.Millisecond).Should(HavePrefix("True/"))
 		changed := time.Now()
+		Expect(changed.Sub(stopped)).To(BeNumerically(">", lowered), "the node was silent for longer than the grace about to be set")
 		updatePolicy(p.Name, func(s *v1alpha1.NodeHealthPolicySpec) { s.NodeMonitorGracePeriod = duration(lowered) })
 		mark = markedAt(node, raised)
 		seen := time.Now()

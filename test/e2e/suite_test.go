@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,7 +49,12 @@ var (
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "e2e suite")
+	// Every spec in a random order, not only the top-level containers: a
+	// spec that passes only after another is a bug this finds. The seed is
+	// printed at the top of the run; --ginkgo.seed repeats an order.
+	suite, reporter := GinkgoConfiguration()
+	suite.RandomizeAllSpecs = true
+	RunSpecs(t, "e2e suite", suite, reporter)
 }
 
 var _ = BeforeSuite(func() {
@@ -84,8 +89,8 @@ var _ = BeforeSuite(func() {
 	testEnv.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(v1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(v1alpha1.AddToScheme(clientgoscheme.Scheme)).To(Succeed())
+	k8s, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 })
 
@@ -146,7 +151,7 @@ func startControllerSetUpElsewhere() {
 func runManagerBuilt(build func(*rest.Config, ctrl.Options, options.Options) (ctrl.Manager, error),
 	restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
 	o := ctrl.Options{
-		Scheme:                 scheme.Scheme,
+		Scheme:                 clientgoscheme.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each spec starts a fresh manager in the same process.

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -63,7 +63,7 @@ type fixture struct {
 // cached serves reads and takes writes, live answers the verification reads.
 func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs *interceptor.Funcs) *fixture {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(scheme.Scheme).
+	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 		WithStatusSubresource(&corev1.Node{}, &corev1.Pod{}).WithObjects(cached...).
 		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc())
 	if funcs != nil {
@@ -166,7 +166,7 @@ func TestRequeuesAtTheDeadlineAndMarksThere(t *testing.T) {
 
 func TestLiveReadCancelsAVerdictFromALaggingCache(t *testing.T) {
 	// The cache still holds the first renewal; the apiserver has a later one.
-	liveClient := fake.NewClientBuilder().WithScheme(scheme.Scheme).
+	liveClient := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 		WithObjects(readyNode(), nodeLease(t0.Add(45*time.Second))).Build()
 	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, liveClient, nil)
 
@@ -256,7 +256,7 @@ func TestADeletedNodeIsForgotten(t *testing.T) {
 }
 
 func TestNodeDeletedDuringTheLiveRead(t *testing.T) {
-	live := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	live := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 	f := newFixture(t, []client.Object{readyNode()}, live, nil)
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)

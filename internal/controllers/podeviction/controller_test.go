@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -57,7 +57,7 @@ type gate struct{ open bool }
 func (g *gate) EvictionAllowed(*corev1.Node) (bool, string) { return g.open, "test gate" }
 
 func newReconciler(objs ...client.Object) (*Reconciler, client.Client, *clocktesting.FakeClock) {
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithStatusSubresource(&corev1.Pod{}).
 		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc()).Build()
 	clk := clocktesting.NewFakeClock(t0)
