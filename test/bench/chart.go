@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -24,11 +27,11 @@ var contenderColor = map[string]color.Color{
 // distributions of the mark and taint delays, and the steady state's CPU and
 // API requests.
 func (res *results) chart(path string) error {
-	marks, err := res.delayPlot("Mark delay: seen Ready=Unknown", markDelay)
+	marks, markNotes, err := res.delayPlot("Mark delay: seen Ready=Unknown", markDelay)
 	if err != nil {
 		return err
 	}
-	taints, err := res.delayPlot("Taint delay: seen unreachable:NoExecute", taintDelay)
+	taints, taintNotes, err := res.delayPlot("Taint delay: seen unreachable:NoExecute", taintDelay)
 	if err != nil {
 		return err
 	}
@@ -49,6 +52,12 @@ func (res *results) chart(path string) error {
 	}
 	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
 	canvases := plot.Align(plots, tiles, draw.New(canvas))
+	// Where the medians' labels go depends on the drawn width of a second,
+	// which only the aligned panels know. Both delay panels get the band
+	// of the one that needs more rows, so that their shares stay level.
+	rows := max(markNotes.layout(marks, canvases[0][0]), taintNotes.layout(taints, canvases[0][1]))
+	markNotes.makeRoom(marks, canvases[0][0], rows)
+	taintNotes.makeRoom(taints, canvases[0][1], rows)
 	for i := range plots {
 		for j := range plots[i] {
 			plots[i][j].Draw(canvases[i][j])
@@ -69,41 +78,199 @@ func (res *results) chart(path string) error {
 }
 
 // delayPlot draws, for each controller, the share of stopped nodes whose
-// delay was at most x seconds after their deadline.
-func (res *results) delayPlot(title string, pick func(*stoppedNode) *float64) (*plot.Plot, error) {
+// delay was at most x seconds after their deadline, and marks its median
+// with a line and a label in the controller's color, which also tell the
+// controllers apart: a legend would sit on a curve in one corner or another.
+func (res *results) delayPlot(title string, pick func(*stoppedNode) *float64) (*plot.Plot, *annotations, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds after the node's deadline (last heartbeat + grace)"
 	p.Y.Label.Text = "share of stopped nodes"
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
+	// Fixed ticks keep the axis as wide whatever makeRoom adds above 1, so
+	// that the panels stay aligned, and keep shares above 1 off the axis.
+	p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 0.25}, {Value: 0.5, Label: "0.5"}, {Value: 0.75}, {Value: 1, Label: "1"}}
+	notes := &annotations{top: 1, style: text.Style{
+		Font:    font.From(plot.DefaultFont, vg.Points(10)),
+		Handler: plot.DefaultTextHandler,
+	}}
+	var all [][]float64
 	for _, r := range res.Runs {
 		d := slices.Sorted(slices.Values(r.delays(pick)))
 		if len(d) == 0 {
 			continue
 		}
+		all = append(all, d)
 		pts := plotter.XYs{{X: d[0], Y: 0}}
 		for i, v := range d {
 			pts = append(pts, plotter.XY{X: v, Y: float64(i+1) / float64(len(d))})
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", title, err)
+			return nil, nil, fmt.Errorf("%s: %w", title, err)
 		}
 		line.StepStyle = plotter.PostStep
 		line.Color, line.Width = contenderColor[r.Name], vg.Points(2)
 		points.Color, points.Shape = contenderColor[r.Name], draw.CircleGlyph{}
-		p.Add(line, points)
-		p.Legend.Add(r.Name, line, points)
+		median := summarize(d).P50
+		mark, err := plotter.NewLine(plotter.XYs{{X: median, Y: 0}, {X: median, Y: 1}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", title, err)
+		}
+		mark.Color, mark.Dashes = contenderColor[r.Name], []vg.Length{vg.Points(3), vg.Points(2)}
+		p.Add(line, points, mark)
+		notes.add(median, fmt.Sprintf("%s p50 %.2fs", r.Name, median), contenderColor[r.Name])
 	}
-	p.Add(plotter.NewGrid())
-	// Zero is the deadline itself: keep it in view, and at least a second
-	// beyond it.
-	p.X.Min, p.X.Max = min(0, p.X.Min), max(1, p.X.Max*1.05)
-	return p, nil
+	p.Add(plotter.NewGrid(), notes)
+	p.X.Min, p.X.Max = delayRange(all...)
+	p.Y.Min, p.Y.Max = 0, 1
+	return p, notes, nil
 }
 
-// barPlot draws one bar per controller.
+// axisMargin is the room after the latest delay, as a share of the axis:
+// enough that its point is not cut by the frame, too little to read as data.
+const axisMargin = 0.02
+
+// delayRange returns the x axis's range for delays: from the deadline, zero,
+// or from the earliest delay if one came before it, to just after the
+// latest delay.
+func delayRange(delays ...[]float64) (lo, hi float64) {
+	var seen bool
+	for _, d := range delays {
+		for _, v := range d {
+			lo, hi, seen = min(lo, v), max(hi, v), true
+		}
+	}
+	if !seen || hi == lo {
+		// A zero-width axis cannot be drawn.
+		return lo, lo + 1
+	}
+	return lo, hi + axisMargin*(hi-lo)
+}
+
+// annotations is a plotter that writes labels along the x axis in a band
+// above the data, each beside the x it names, in rows that keep them apart.
+type annotations struct {
+	xs     []float64
+	texts  []string
+	colors []color.Color
+	top    float64 // the top of the data, in data units
+	style  text.Style
+	places []placement // from layout
+}
+
+// add writes label in color c beside x.
+func (a *annotations) add(x float64, label string, c color.Color) {
+	a.xs, a.texts, a.colors = append(a.xs, x), append(a.texts, label), append(a.colors, c)
+}
+
+// annotationPad is the room below and above the band of annotations, which
+// keeps them clear of the points at the top of the data and of the title.
+const annotationPad = vg.Length(5)
+
+// rowHeight is the height of one row of annotations, with room between
+// rows.
+func (a *annotations) rowHeight() vg.Length {
+	return a.style.FontExtents().Height + vg.Points(1)
+}
+
+// layout lays the annotations out for p drawn on c, once p's ranges are
+// set, and returns how many rows they take.
+func (a *annotations) layout(p *plot.Plot, c draw.Canvas) int {
+	widths := make([]vg.Length, len(a.texts))
+	for i, s := range a.texts {
+		widths[i] = a.style.Width(s)
+	}
+	a.places = layoutAnnotations(a.xs, widths, axisScale{min: p.X.Min, max: p.X.Max, length: p.DataCanvas(c).Size().X})
+	rows := 0
+	for _, pl := range a.places {
+		rows = max(rows, pl.row+1)
+	}
+	return rows
+}
+
+// makeRoom raises p.Y.Max so that a band of rows annotations fits between
+// the top of the data and the frame of p drawn on c.
+func (a *annotations) makeRoom(p *plot.Plot, c draw.Canvas, rows int) {
+	band := 2*annotationPad + vg.Length(rows)*a.rowHeight()
+	if h := p.DataCanvas(c).Size().Y; rows > 0 && band < h/2 {
+		p.Y.Max = p.Y.Min + (a.top-p.Y.Min)*float64(h/(h-band))
+	}
+}
+
+// Plot implements plot.Plotter.
+func (a *annotations) Plot(c draw.Canvas, p *plot.Plot) {
+	_, trY := p.Transforms(&c)
+	descent := a.style.FontExtents().Descent
+	for i, pl := range a.places {
+		sty := a.style
+		sty.Color = a.colors[i]
+		c.FillText(sty, vg.Point{
+			X: c.Min.X + pl.left,
+			Y: trY(a.top) + annotationPad + descent + vg.Length(pl.row)*a.rowHeight(),
+		}, a.texts[i])
+	}
+}
+
+// axisScale is how an axis is drawn: the data range [min, max] over length.
+type axisScale struct {
+	min, max float64
+	length   vg.Length
+}
+
+// at returns where x is drawn, from the axis's start.
+func (s axisScale) at(x float64) vg.Length {
+	return vg.Length((x-s.min)/(s.max-s.min)) * s.length
+}
+
+// placement is where an annotation goes: its row above the data, 0 the
+// lowest, and its left edge, from the axis's start.
+type placement struct {
+	row  int
+	left vg.Length
+}
+
+// annotationInset is the room between an annotation and the x it names;
+// annotationGap the least room between two annotations in one row.
+const (
+	annotationInset = vg.Length(2)
+	annotationGap   = vg.Length(6)
+)
+
+// layoutAnnotations places labels widths wide that name the positions xs,
+// in data units, on axis. Each starts just right of its x, or ends just left
+// of it where it would run past the axis's end, as the slower controller's
+// median usually would; then, from left to right, each takes the lowest row
+// where it keeps annotationGap from those already there, so that labels of
+// close medians are stacked instead of printed over each other.
+func layoutAnnotations(xs []float64, widths []vg.Length, axis axisScale) []placement {
+	places := make([]placement, len(xs))
+	order := make([]int, len(xs))
+	for i, x := range xs {
+		at := axis.at(x)
+		left := at + annotationInset
+		if left+widths[i] > axis.length {
+			left = max(0, at-annotationInset-widths[i])
+		}
+		places[i].left = left
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(places[a].left, places[b].left) })
+	var ends []vg.Length // the right edge of the last annotation in each row
+	for _, i := range order {
+		row := 0
+		for row < len(ends) && places[i].left < ends[row]+annotationGap {
+			row++
+		}
+		if row == len(ends) {
+			ends = append(ends, 0)
+		}
+		ends[row] = places[i].left + widths[i]
+		places[i].row = row
+	}
+	return places
+}
+
+// barPlot draws one bar per controller, its value written above it.
 func (res *results) barPlot(title, unit string, value func(*turn) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
@@ -125,6 +292,8 @@ func (res *results) barPlot(title, unit string, value func(*turn) float64) (*plo
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", title, err)
 		}
+		labels.TextStyle[0].XAlign = text.XCenter
+		labels.Offset.Y = vg.Points(2)
 		p.Add(labels)
 		names = append(names, r.Name)
 	}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gonum.org/v1/plot/vg"
+)
+
+func TestDelayRange(t *testing.T) {
+	tests := []struct {
+		name           string
+		delays         [][]float64
+		wantLo, wantHi float64
+	}{
+		{name: "none", wantLo: 0, wantHi: 1},
+		{name: "one controller", delays: [][]float64{{3.4, 2, 3}}, wantLo: 0, wantHi: 3.4 * 1.02},
+		{name: "the slower controller ends the axis", delays: [][]float64{{3.4}, {0.5, 0.6}}, wantLo: 0, wantHi: 3.4 * 1.02},
+		{name: "small delays keep a short axis", delays: [][]float64{{0.1, 0.2}}, wantLo: 0, wantHi: 0.2 * 1.02},
+		{name: "a delay before the deadline", delays: [][]float64{{-1, 3}}, wantLo: -1, wantHi: 3 + 4*0.02},
+		{name: "every delay zero", delays: [][]float64{{0, 0}}, wantLo: 0, wantHi: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lo, hi := delayRange(tt.delays...)
+			if math.Abs(lo-tt.wantLo) > 1e-9 || math.Abs(hi-tt.wantHi) > 1e-9 {
+				t.Errorf("delayRange(%v) = [%v, %v], want [%v, %v]", tt.delays, lo, hi, tt.wantLo, tt.wantHi)
+			}
+		})
+	}
+}
+
+func TestLayoutAnnotations(t *testing.T) {
+	// An axis of 0 to 4s drawn 400pt long, 100 points a second, and labels
+	// 80pt wide, as "upstream p50 3.40s" is.
+	axis := axisScale{min: 0, max: 4, length: 400}
+	const w = vg.Length(80)
+	tests := []struct {
+		name   string
+		xs     []float64
+		widths []vg.Length
+		want   []placement
+	}{
+		{name: "none", want: []placement{}},
+		{name: "far", xs: []float64{0.5, 2}, widths: []vg.Length{w, w},
+			want: []placement{{row: 0, left: 52}, {row: 0, left: 202}}},
+		{name: "close", xs: []float64{0.5, 0.7}, widths: []vg.Length{w, w},
+			want: []placement{{row: 0, left: 52}, {row: 1, left: 72}}},
+		{name: "just clear, gap included", xs: []float64{0.5, 0.5 + float64(w+annotationGap)/100}, widths: []vg.Length{w, w},
+			want: []placement{{row: 0, left: 52}, {row: 0, left: 52 + w + annotationGap}}},
+		{name: "three in a row, all close", xs: []float64{0.5, 0.6, 0.7}, widths: []vg.Length{w, w, w},
+			want: []placement{{row: 0, left: 52}, {row: 1, left: 62}, {row: 2, left: 72}}},
+		{name: "three in a row, first and last clear of each other", xs: []float64{0.5, 1, 1.5}, widths: []vg.Length{w, w, w},
+			want: []placement{{row: 0, left: 52}, {row: 1, left: 102}, {row: 0, left: 152}}},
+		{name: "three in a row, all clear", xs: []float64{0.5, 1.5, 2.5}, widths: []vg.Length{w, w, w},
+			want: []placement{{row: 0, left: 52}, {row: 0, left: 152}, {row: 0, left: 252}}},
+		{name: "at the axis's end it ends at its x", xs: []float64{3.9}, widths: []vg.Length{w},
+			want: []placement{{row: 0, left: 390 - 2 - w}}},
+		{name: "ending at its x, it clears a label to its right", xs: []float64{3.9, 2.1}, widths: []vg.Length{w, w},
+			want: []placement{{row: 0, left: 308}, {row: 0, left: 212}}},
+		{name: "ending at its x, it meets a label to its left", xs: []float64{3.9, 3}, widths: []vg.Length{w, w},
+			want: []placement{{row: 1, left: 308}, {row: 0, left: 302}}},
+		{name: "wider than the axis", xs: []float64{0.1}, widths: []vg.Length{500},
+			want: []placement{{row: 0, left: 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := layoutAnnotations(tt.xs, tt.widths, axis)
+			if len(got) != len(tt.want) {
+				t.Fatalf("layoutAnnotations(%v, %v) = %+v, want %+v", tt.xs, tt.widths, got, tt.want)
+			}
+			for i := range got {
+				if got[i].row != tt.want[i].row || math.Abs(float64(got[i].left-tt.want[i].left)) > 1e-9 {
+					t.Errorf("layoutAnnotations(%v, %v) = %+v, want %+v", tt.xs, tt.widths, got, tt.want)
+					break
+				}
+			}
+			// Whatever the rows, no two labels in one row come closer than
+			// annotationGap, and each stays on the axis where it fits.
+			for i := range got {
+				if got[i].left < 0 || (tt.widths[i] <= axis.length && got[i].left+tt.widths[i] > axis.length) {
+					t.Errorf("label %d at %v, %v wide, leaves the axis", i, got[i].left, tt.widths[i])
+				}
+				for j := range got {
+					if i == j || got[i].row != got[j].row || got[i].left > got[j].left {
+						continue
+					}
+					if got[j].left < got[i].left+tt.widths[i]+annotationGap {
+						t.Errorf("labels %d and %d share row %d and overlap: %+v", i, j, got[i].row, got)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestChart draws the chart of made-up results into the test's artifact
+// directory; `go test -artifacts ./test/bench/` keeps it for a look. With
+// BENCH_RESULTS naming a results.json, it draws those results instead, to
+// see a change to the chart without running the bench again.
+func TestChart(t *testing.T) {
+	res := madeUpResults()
+	if path := os.Getenv("BENCH_RESULTS"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = &results{}
+		if err := json.Unmarshal(b, res); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	dir := t.ArtifactDir()
+	for _, name := range []string{"chart.svg", "chart.png"} {
+		path := filepath.Join(dir, name)
+		if err := res.chart(path); err != nil {
+			t.Fatalf("chart: %v", err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: not written (%v)", path, err)
+		}
+	}
+}
+
+// madeUpResults are results shaped like a bench run's: ten stopped nodes,
+// upstream up to a monitor period late, ours within a fraction of a second,
+// with medians close enough in the taint delay for their labels to meet.
+func madeUpResults() *results {
+	upstream := &turn{Name: "upstream", CPUSecondsPerMinute: 0.32, RequestsPerMinute: 41}
+	ours := &turn{Name: "ours", CPUSecondsPerMinute: 0.21, RequestsPerMinute: 12}
+	for i := range 10 {
+		mark, taint := 0.4+0.45*float64(i), 0.5+0.45*float64(i)
+		upstream.Stopped = append(upstream.Stopped, stoppedNode{MarkDelay: &mark, TaintDelay: &taint})
+		ourMark, ourTaint := 0.05+0.02*float64(i), 1.6+0.3*float64(i)
+		ours.Stopped = append(ours.Stopped, stoppedNode{MarkDelay: &ourMark, TaintDelay: &ourTaint})
+	}
+	return &results{Runs: []*turn{upstream, ours}}
+}
