@@ -71,7 +71,7 @@ lint-config: golangci-lint ## Verify the golangci-lint configuration.
 	$(GOLANGCI_LINT) config verify
 
 .PHONY: test
-test: envtest-assets kustomize image ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize; test/image opens the archive `make image` wrote), then test/outside, a module of its own that uses only the public packages.
+test: envtest-assets kustomize helm image ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote), then test/outside, a module of its own that uses only the public packages.
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m ./...
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
@@ -143,6 +143,16 @@ image: ociimage ## Build the image IMG for IMAGE_ARCH into bin/node-lifecycle-co
 		--tag=$(IMG) --arch=$(IMAGE_ARCH) --source=$(IMAGE_SOURCE) \
 		--version=$(IMAGE_VERSION) --revision=$(IMAGE_REVISION) --created=$(IMAGE_CREATED)
 
+# CHART is the Helm chart of the installer, in the layout kubebuilder's helm
+# plugin writes. With its default values it renders the objects of
+# config/default but the Namespace (namespace.create adds it); test/deploy
+# renders both and fails when they differ.
+CHART ?= dist/chart
+
+.PHONY: helm-lint
+helm-lint: helm ## Lint the Helm chart in dist/chart, failing on warnings (make test does too).
+	$(HELM) lint --strict $(CHART)
+
 .PHONY: build-installer
 build-installer: manifests generate kustomize-overlay ## Render config/default with the image IMG into dist/install.yaml, one file to kubectl apply.
 	$(KUSTOMIZE) build $(OVERLAY) > dist/install.yaml
@@ -186,6 +196,7 @@ KUBECTL ?= kubectl
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
+HELM ?= $(LOCALBIN)/helm
 
 ## Tool versions.
 # v0.23 is the controller-tools line built against k8s.io v0.37, as this module is.
@@ -193,6 +204,8 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # v5.8.3 needs Go 1.27; v5.8.2 is the last that builds with this module's Go 1.26.
 KUSTOMIZE_VERSION ?= v5.8.2
+# Helm 4, whose module needs Go 1.26, as this one does.
+HELM_VERSION ?= v4.3.1
 
 .PHONY: controller-gen
 controller-gen: $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION) ## Build controller-gen into bin/ if necessary.
@@ -221,6 +234,12 @@ kustomize: $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION) ## Build kustomize into bi
 	@ln -sf kustomize-$(KUSTOMIZE_VERSION) $(LOCALBIN)/kustomize
 $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION): | $(LOCALBIN)
 	$(call go-install-tool,$(LOCALBIN)/kustomize,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: helm
+helm: $(LOCALBIN)/helm-$(HELM_VERSION) ## Build helm into bin/ if necessary.
+	@ln -sf helm-$(HELM_VERSION) $(LOCALBIN)/helm
+$(LOCALBIN)/helm-$(HELM_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION))
 
 ## Control plane for the envtest suites: kube-apiserver, etcd and
 ## kube-controller-manager, built from source by the test/tools module (which

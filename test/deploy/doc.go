@@ -5,5 +5,9 @@
 // that breaks the restricted Pod Security Standard fails `make test`. It also
 // checks what the code relies on: two replicas with leader election, the
 // health probes and metrics port the binary serves, and bindings whose
-// subjects name the rendered ServiceAccount.
+// subjects name the rendered ServiceAccount. The Helm chart in dist/chart is
+// held to the same: linted by bin/helm, rendered with its defaults into the
+// same objects as config/default (but the Namespace, which a chart leaves to
+// its release), and sent to the apiserver the same way. Every flag of
+// kube-controller-manager's --help must be known to the binary.
 package deploy

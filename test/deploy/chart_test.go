@@ -1,0 +1,510 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// helm is the binary `make helm` builds.
+var helm = filepath.Join(repoRoot, "bin", "helm")
+
+// chart is the Helm chart, relative to the module root. With its default
+// values it must render the objects of config/default, but for the Namespace.
+const chart = "dist/chart"
+
+// release is the release name the chart is rendered under. The chart's
+// object names do not depend on it: the controller is one per cluster.
+const release = "node-lifecycle"
+
+// resourcePolicy is the annotation with which Helm leaves an object in place
+// when the release is uninstalled.
+const resourcePolicy = "helm.sh/resource-policy"
+
+// helmLabels are the labels that the chart's "chart.labels" puts on every
+// object. Those the installer gives an object too must have the same value,
+// but for app.kubernetes.io/managed-by: Helm there, kustomize in the
+// installer.
+var helmLabels = []string{
+	"helm.sh/chart",
+	"app.kubernetes.io/name",
+	"app.kubernetes.io/instance",
+	"app.kubernetes.io/version",
+	"app.kubernetes.io/managed-by",
+}
+
+func TestChartPassesStrictLint(t *testing.T) {
+	for _, values := range [][]string{
+		nil,
+		{"namespace.create=true", "prometheus.enable=true"},
+		{"metrics.secure=false", "prometheus.enable=true"},
+		{"metrics.enable=false", "rbac.enable=false", "crd.enable=false"},
+	} {
+		name := strings.Join(values, ",")
+		if name == "" {
+			name = "defaults"
+		}
+		t.Run(name, func(t *testing.T) {
+			runHelm(t, append([]string{"lint", "--strict", filepath.Join(repoRoot, chart)}, setFlags(values)...)...)
+		})
+	}
+}
+
+func TestChartRendersTheInstaller(t *testing.T) {
+	installer := render(t, "config/default")
+	// Helm charts install into the release's namespace, which `helm install
+	// --create-namespace` creates, and do not create it themselves: the
+	// chart renders the installer's Namespace only with namespace.create.
+	// Rendered into the installer's namespace, it must hold the rest.
+	namespace := one(t, installer, "Namespace").GetName()
+
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   []*unstructured.Unstructured
+	}{{
+		name: "defaults render all but the Namespace",
+		want: slices.DeleteFunc(slices.Clone(installer), func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" }),
+	}, {
+		name:   "namespace.create renders the Namespace too",
+		values: []string{"namespace.create=true"},
+		want:   installer,
+	}, {
+		name:   "prometheus.enable renders config/prometheus's ServiceMonitor",
+		values: []string{"namespace.create=true", "prometheus.enable=true"},
+		want:   renderWithPrometheus(t),
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			compareRenders(t, tc.want, renderChart(t, namespace, tc.values...))
+		})
+	}
+}
+
+func TestChartValues(t *testing.T) {
+	const namespace = "node-lifecycle-system"
+
+	t.Run("defaults", func(t *testing.T) {
+		objs := renderChart(t, namespace)
+		if len(find(objs, "Namespace")) > 0 {
+			t.Error("The chart renders a Namespace without namespace.create")
+		}
+		crd := one(t, objs, "CustomResourceDefinition")
+		if got := crd.GetAnnotations()[resourcePolicy]; got != "keep" {
+			t.Errorf("CRD %s has %s=%q, want keep (crd.keep)", crd.GetName(), resourcePolicy, got)
+		}
+		if len(find(objs, "ServiceMonitor")) > 0 {
+			t.Error("The chart renders a ServiceMonitor without prometheus.enable: it would not install without the Prometheus operator")
+		}
+		opts := parseFlags(t, manager(t, objs).Args)
+		if !opts.MetricsSecure {
+			t.Error("Metrics are not served over HTTPS by default")
+		}
+		checkMetricsService(t, objs, "https")
+	})
+
+	t.Run("metrics.secure=false", func(t *testing.T) {
+		objs := renderChart(t, namespace, "metrics.secure=false", "prometheus.enable=true")
+		if opts := parseFlags(t, manager(t, objs).Args); opts.MetricsSecure {
+			t.Errorf("Args %q serve metrics over HTTPS", manager(t, objs).Args)
+		}
+		// Plain HTTP metrics are open to anyone: no roles to check callers.
+		for _, name := range []string{"node-lifecycle-metrics-auth-role", "node-lifecycle-metrics-reader"} {
+			if has(objs, "ClusterRole", name) {
+				t.Errorf("ClusterRole %s is rendered, but the controller checks no caller", name)
+			}
+		}
+		if has(objs, "ClusterRoleBinding", "node-lifecycle-metrics-auth-rolebinding") {
+			t.Error("ClusterRoleBinding node-lifecycle-metrics-auth-rolebinding is rendered, but the controller checks no caller")
+		}
+		checkMetricsService(t, objs, "http")
+		mon := one(t, objs, "ServiceMonitor")
+		endpoints, _, _ := unstructured.NestedSlice(mon.Object, "spec", "endpoints")
+		for _, e := range endpoints {
+			e := e.(map[string]any)
+			if e["port"] != "http" || e["scheme"] != "http" {
+				t.Errorf("ServiceMonitor scrapes port %v with scheme %v, want http and http", e["port"], e["scheme"])
+			}
+			if _, ok := e["bearerTokenFile"]; ok {
+				t.Error("ServiceMonitor sends a bearer token over plain HTTP")
+			}
+		}
+	})
+
+	t.Run("metrics.enable=false", func(t *testing.T) {
+		objs := renderChart(t, namespace, "metrics.enable=false")
+		ctr := manager(t, objs)
+		if opts := parseFlags(t, ctr.Args); opts.MetricsBindAddress != "0" {
+			t.Errorf("--metrics-bind-address=%s, want 0", opts.MetricsBindAddress)
+		}
+		if len(ctr.Ports) != 1 || ctr.Ports[0].Name != "health" {
+			t.Errorf("Container has ports %v, want health only", ctr.Ports)
+		}
+		if len(find(objs, "Service")) > 0 {
+			t.Error("The chart renders a metrics Service without metrics")
+		}
+		if has(objs, "ClusterRole", "node-lifecycle-metrics-auth-role") || has(objs, "ClusterRole", "node-lifecycle-metrics-reader") {
+			t.Error("The chart renders the metrics ClusterRoles without metrics")
+		}
+		if _, err := renderChartErr(t, namespace, "metrics.enable=false", "prometheus.enable=true"); err == nil {
+			t.Error("The chart renders a ServiceMonitor with nothing to scrape")
+		}
+	})
+
+	t.Run("rbac.enable=false", func(t *testing.T) {
+		objs := renderChart(t, namespace, "rbac.enable=false")
+		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+			for _, o := range find(objs, kind) {
+				t.Errorf("The chart renders %s without rbac.enable", describe(o))
+			}
+		}
+		// The Deployment still needs the identity it runs as.
+		sa := one(t, objs, "ServiceAccount")
+		if dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment")); dep.Spec.Template.Spec.ServiceAccountName != sa.GetName() {
+			t.Errorf("Deployment runs as %q, want the rendered ServiceAccount %s", dep.Spec.Template.Spec.ServiceAccountName, sa.GetName())
+		}
+	})
+
+	t.Run("crd", func(t *testing.T) {
+		crd := one(t, renderChart(t, namespace, "crd.keep=false"), "CustomResourceDefinition")
+		if got, ok := crd.GetAnnotations()[resourcePolicy]; ok {
+			t.Errorf("CRD %s has %s=%q without crd.keep", crd.GetName(), resourcePolicy, got)
+		}
+		if objs := renderChart(t, namespace, "crd.enable=false"); len(find(objs, "CustomResourceDefinition")) > 0 {
+			t.Error("The chart renders the CRD without crd.enable")
+		}
+	})
+
+	t.Run("controllerManager", func(t *testing.T) {
+		objs := renderChart(t, namespace,
+			"controllerManager.replicas=3",
+			"controllerManager.container.image.repository=registry.example.com/node-lifecycle-controller",
+			"controllerManager.container.image.tag=v0.1.0",
+			"controllerManager.container.image.pullPolicy=IfNotPresent",
+			"controllerManager.container.args={--leader-elect=true,--node-monitor-grace-period=50s}",
+			"controllerManager.container.resources.limits.memory=4Gi",
+		)
+		dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+		if got := ptr.Deref(dep.Spec.Replicas, 1); got != 3 {
+			t.Errorf("Deployment has %d replicas, want 3", got)
+		}
+		ctr := dep.Spec.Template.Spec.Containers[0]
+		if want := "registry.example.com/node-lifecycle-controller:v0.1.0"; ctr.Image != want {
+			t.Errorf("Image %q, want %q", ctr.Image, want)
+		}
+		if ctr.ImagePullPolicy != corev1.PullIfNotPresent {
+			t.Errorf("ImagePullPolicy %q, want %q", ctr.ImagePullPolicy, corev1.PullIfNotPresent)
+		}
+		if !slices.Contains(ctr.Args, "--node-monitor-grace-period=50s") {
+			t.Errorf("Args %q lack the one given in controllerManager.container.args", ctr.Args)
+		}
+		// The chart's own flags come after the user's, and the binary takes
+		// them all.
+		parseFlags(t, ctr.Args)
+		if got := ctr.Resources.Limits.Memory().String(); got != "4Gi" {
+			t.Errorf("Memory limit %s, want 4Gi", got)
+		}
+	})
+
+	t.Run("release namespace", func(t *testing.T) {
+		const elsewhere = "ops"
+		objs := renderChart(t, elsewhere, "namespace.create=true")
+		if ns := one(t, objs, "Namespace"); ns.GetName() != elsewhere {
+			t.Errorf("Namespace %s rendered, want the release's %s", ns.GetName(), elsewhere)
+		}
+		for _, o := range objs {
+			switch ns := o.GetNamespace(); {
+			case o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetKind(), "Cluster"):
+				if ns != "" {
+					t.Errorf("%s is cluster-scoped but has a namespace", describe(o))
+				}
+			case ns == corev1.NamespaceNodeLease:
+				// The Role and RoleBinding for node Leases stay where the
+				// Leases are.
+				if o.GetKind() != "Role" && o.GetKind() != "RoleBinding" {
+					t.Errorf("%s is not in the release's namespace %s", describe(o), elsewhere)
+				}
+			case ns != elsewhere:
+				t.Errorf("%s is not in the release's namespace %s", describe(o), elsewhere)
+			}
+		}
+		for _, o := range append(find(objs, "RoleBinding"), find(objs, "ClusterRoleBinding")...) {
+			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			for _, s := range subjects {
+				if ns := s.(map[string]any)["namespace"]; ns != elsewhere {
+					t.Errorf("%s binds a subject in namespace %v, want the release's %s", describe(o), ns, elsewhere)
+				}
+			}
+		}
+	})
+}
+
+func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
+	const namespace = "node-lifecycle-system"
+	// With the Namespace, so that its Pod Security level judges the pod. The
+	// ServiceMonitor (prometheus.enable) is left out: envtest has no
+	// Prometheus operator CRDs to judge it with. TestChartRendersTheInstaller
+	// compares it with config/prometheus's instead.
+	objs := renderChart(t, namespace, "namespace.create=true")
+	c, warnings := startAPIServer(t)
+	ctx := t.Context()
+
+	// Every cluster has kube-node-lease, where the chart puts the Role for
+	// node Leases; a fresh apiserver may not have created it yet.
+	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
+	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", corev1.NamespaceNodeLease, err)
+	}
+	for _, obj := range inApplyOrder(objs) {
+		if err := apply(ctx, c, obj.DeepCopy()); err != nil {
+			t.Errorf("%s refused: %v", describe(obj), err)
+		}
+	}
+	if err := c.Create(ctx, podOf(t, objs), client.DryRunAll, strict); err != nil {
+		t.Errorf("A pod of the Deployment is refused: %v", err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The values the installer has no counterpart of change the Deployment,
+	// the Service and the RBAC; the Namespace and the CRD above stay.
+	for _, values := range [][]string{{"metrics.secure=false"}, {"metrics.enable=false"}, {"rbac.enable=false"}} {
+		t.Run(strings.Join(values, ","), func(t *testing.T) {
+			objs := renderChart(t, namespace, values...)
+			for _, obj := range objs {
+				if obj.GetKind() == "Namespace" || obj.GetKind() == "CustomResourceDefinition" {
+					continue
+				}
+				if err := c.Create(ctx, obj.DeepCopy(), client.DryRunAll, strict); err != nil {
+					t.Errorf("%s refused: %v", describe(obj), err)
+				}
+			}
+			if err := c.Create(ctx, podOf(t, objs), client.DryRunAll, strict); err != nil {
+				t.Errorf("A pod of the Deployment is refused: %v", err)
+			}
+		})
+	}
+	for _, w := range warnings.all() {
+		t.Errorf("The apiserver warned: %s", w)
+	}
+}
+
+// compareRenders fails t unless the chart renders the objects the installer
+// does, the same but for the labels and annotations Helm adds.
+func compareRenders(t *testing.T, installer, chart []*unstructured.Unstructured) {
+	t.Helper()
+	want, got := byKey(t, installer), byKey(t, chart)
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		c, ok := got[key]
+		if !ok {
+			t.Errorf("The chart does not render %s, which config/ does", key)
+			continue
+		}
+		w, c := withoutHelmMetadata(want[key], c)
+		if d := diff.Diff(w.Object, c.Object); d != "" {
+			t.Errorf("The chart's %s differs from config/'s (-config +chart):\n%s", key, d)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[key]; !ok {
+			t.Errorf("The chart renders %s, which config/ does not", key)
+		}
+	}
+}
+
+// byKey indexes objs by API version, kind, namespace and name.
+func byKey(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	t.Helper()
+	m := make(map[string]*unstructured.Unstructured, len(objs))
+	for _, o := range objs {
+		key := o.GetAPIVersion() + " " + describe(o)
+		if _, dup := m[key]; dup {
+			t.Fatalf("%s rendered twice", key)
+		}
+		m[key] = o
+	}
+	return m
+}
+
+// withoutHelmMetadata returns copies of installer and chart, two renders of
+// one object, without the labels and the annotation that only the chart
+// gives them.
+func withoutHelmMetadata(installer, chart *unstructured.Unstructured) (*unstructured.Unstructured, *unstructured.Unstructured) {
+	installer, chart = installer.DeepCopy(), chart.DeepCopy()
+	il, cl := installer.GetLabels(), chart.GetLabels()
+	for _, k := range helmLabels {
+		if _, ok := il[k]; !ok || k == "app.kubernetes.io/managed-by" {
+			delete(il, k)
+			delete(cl, k)
+		}
+	}
+	installer.SetLabels(orNil(il))
+	chart.SetLabels(orNil(cl))
+	a := chart.GetAnnotations()
+	delete(a, resourcePolicy)
+	chart.SetAnnotations(orNil(a))
+	return installer, chart
+}
+
+// orNil returns m, or nil if m is empty: set on an object, an empty map
+// would leave an empty field where the other render has none.
+func orNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// renderWithPrometheus renders config/default with config/prometheus
+// included, as the [PROMETHEUS] comment in its kustomization tells users to:
+// from a copy of config/ with that line uncommented.
+func renderWithPrometheus(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "config"))); err != nil {
+		t.Fatalf("Copy config/: %v", err)
+	}
+	path := filepath.Join(dir, "default", "kustomization.yaml")
+	k, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commented, uncommented = "\n#- ../prometheus\n", "\n- ../prometheus\n"
+	if !bytes.Contains(k, []byte(commented)) {
+		t.Fatalf("config/default/kustomization.yaml has no line %q to include config/prometheus with", strings.TrimSpace(commented))
+	}
+	if err := os.WriteFile(path, bytes.Replace(k, []byte(commented), []byte(uncommented), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// render takes a directory relative to the module root.
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(root, filepath.Join(dir, "default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render(t, rel)
+}
+
+// renderChart runs `helm template` on the chart as release in namespace,
+// with values given as name=value, and returns the objects it prints.
+func renderChart(t *testing.T, namespace string, values ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := renderChartErr(t, namespace, values...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// renderChartErr is renderChart, returning rather than failing when helm
+// refuses the values.
+func renderChartErr(t *testing.T, namespace string, values ...string) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	args := append([]string{"template", release, filepath.Join(repoRoot, chart), "--namespace", namespace}, setFlags(values)...)
+	out, err := helmOutput(t, args...)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := decode(out)
+	if err != nil {
+		t.Fatalf("Decode helm %s: %v", strings.Join(args, " "), err)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("helm %s rendered nothing", strings.Join(args, " "))
+	}
+	return objs, nil
+}
+
+// runHelm runs helm with args, failing t if it fails, and returns its
+// standard output.
+func runHelm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, err := helmOutput(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// helmOutput runs helm with args and returns its standard output, or an
+// error with all it printed.
+func helmOutput(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("No helm to check %s with: run `make helm` (`make test` does): %v", chart, err)
+	}
+	cmd := exec.CommandContext(t.Context(), helm, args...)
+	// Away from the user's Helm configuration, repositories and plugins.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// setFlags turns values given as name=value into helm's --set flags.
+func setFlags(values []string) []string {
+	var flags []string
+	for _, v := range values {
+		flags = append(flags, "--set", v)
+	}
+	return flags
+}
+
+// manager returns the container of the rendered Deployment.
+func manager(t *testing.T, objs []*unstructured.Unstructured) corev1.Container {
+	t.Helper()
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	if len(dep.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("Deployment has %d containers, want 1", len(dep.Spec.Template.Spec.Containers))
+	}
+	return dep.Spec.Template.Spec.Containers[0]
+}
+
+// checkMetricsService checks that the metrics Service of objs exposes, under
+// a port called name, the container port the binary serves metrics on.
+func checkMetricsService(t *testing.T, objs []*unstructured.Unstructured, name string) {
+	t.Helper()
+	ctr := manager(t, objs)
+	serving := bindPort(t, parseFlags(t, ctr.Args).MetricsBindAddress)
+	if got := containerPort(t, ctr, name).ContainerPort; got != serving {
+		t.Errorf("Container port %s is %d, but the binary serves metrics on %d", name, got, serving)
+	}
+	svc := convert[corev1.Service](t, one(t, objs, "Service"))
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != name {
+		t.Fatalf("Service %s has ports %v, want one named %s", svc.Name, svc.Spec.Ports, name)
+	}
+	if got := resolve(t, ctr, svc.Spec.Ports[0].TargetPort); got != serving {
+		t.Errorf("Service %s targets port %d, but the binary serves metrics on %d", svc.Name, got, serving)
+	}
+}
+
+// has reports whether objs hold an object of kind called name.
+func has(objs []*unstructured.Unstructured, kind, name string) bool {
+	return slices.ContainsFunc(find(objs, kind), func(o *unstructured.Unstructured) bool { return o.GetName() == name })
+}
