@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // nodePhase is the color of one node in one sample of the timeline.
@@ -112,18 +113,7 @@ func (tl *timeline) write(path string, nodes, zones int) error {
 	if err := tl.draw(draw.New(canvas), nodes, zones); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	if _, err := canvas.WriteTo(f); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return harness.WriteFile(path, canvas)
 }
 
 // draw draws the timeline on c: the rows and act labels on the left, the

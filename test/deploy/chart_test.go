@@ -13,8 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
@@ -262,21 +260,7 @@ func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
 	objs := renderChart(t, namespace, "namespace.create=true")
 	c, warnings := startAPIServer(t)
 	ctx := t.Context()
-
-	// Every cluster has kube-node-lease, where the chart puts the Role for
-	// node Leases; a fresh apiserver may not have created it yet.
-	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
-	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", corev1.NamespaceNodeLease, err)
-	}
-	for _, obj := range inApplyOrder(objs) {
-		if err := apply(ctx, c, obj.DeepCopy()); err != nil {
-			t.Errorf("%s refused: %v", describe(obj), err)
-		}
-	}
-	if err := c.Create(ctx, podOf(t, objs), client.DryRunAll, strict); err != nil {
-		t.Errorf("A pod of the Deployment is refused: %v", err)
-	}
+	installOn(t, c, objs)
 	if t.Failed() {
 		return
 	}

@@ -66,24 +66,8 @@ func TestInstallerIsAcceptedByTheAPIServer(t *testing.T) {
 	objs := render(t, "config/default")
 	c, warnings := startAPIServer(t)
 	ctx := t.Context()
-
-	// Every cluster has kube-node-lease, where the installer puts the Role
-	// for node Leases; a fresh apiserver may not have created it yet.
-	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
-	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", corev1.NamespaceNodeLease, err)
-	}
-	for _, obj := range inApplyOrder(objs) {
-		if err := apply(ctx, c, obj.DeepCopy()); err != nil {
-			t.Errorf("%s refused: %v", describe(obj), err)
-		}
-	}
-	// A Deployment is admitted whatever its pods; the namespace's Pod
-	// Security level and the priority class are checked on the pods.
+	installOn(t, c, objs)
 	pod := podOf(t, objs)
-	if err := c.Create(ctx, pod.DeepCopy(), client.DryRunAll, strict); err != nil {
-		t.Errorf("A pod of the Deployment is refused: %v", err)
-	}
 	for _, w := range warnings.all() {
 		t.Errorf("The apiserver warned: %s", w)
 	}
@@ -355,6 +339,29 @@ func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
 		if file, _ := e["bearerTokenFile"].(string); file == "" {
 			t.Error("ServiceMonitor sends no bearer token")
 		}
+	}
+}
+
+// installOn sends objs to the apiserver c as an install would, in apply
+// order, and then a pod of their Deployment in dry-run: a Deployment is
+// admitted whatever its pods, and the namespace's Pod Security level and the
+// priority class are checked on the pods. Refusals fail the test.
+func installOn(t *testing.T, c client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := t.Context()
+	// Every cluster has kube-node-lease, where the installer puts the Role
+	// for node Leases; a fresh apiserver may not have created it yet.
+	lease := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}
+	if err := c.Create(ctx, lease); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", corev1.NamespaceNodeLease, err)
+	}
+	for _, obj := range inApplyOrder(objs) {
+		if err := apply(ctx, c, obj.DeepCopy()); err != nil {
+			t.Errorf("%s refused: %v", describe(obj), err)
+		}
+	}
+	if err := c.Create(ctx, podOf(t, objs), client.DryRunAll, strict); err != nil {
+		t.Errorf("A pod of the Deployment is refused: %v", err)
 	}
 }
 

@@ -1,8 +1,10 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,4 +63,16 @@ func StopControlPlane(env *envtest.Environment, name string) {
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stop control plane: %v\n", name, err)
 	}
+}
+
+// WriteFile writes what content renders, such as a drawn canvas, to path.
+func WriteFile(path string, content io.WriterTo) error {
+	var b bytes.Buffer
+	if _, err := content.WriteTo(&b); err != nil {
+		return fmt.Errorf("render %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
