@@ -312,10 +312,13 @@ var _ = Describe("Malformed input", Label("faults"), func() {
 				short := createPod(name+"-short", name, tolerateUnreachable(ptr.To[int64](1)))
 				plain := createPod(name+"-plain", name)
 				// The controller counts an untimed taint from when it first saw
-				// it, no earlier than the node's creation; allow it a few
-				// seconds past each deadline.
+				// it, no earlier than the node's creation, which is stored in
+				// whole seconds: the earliest deadline is a timeout after the
+				// second the node was written in. Allow it a few seconds past
+				// each deadline.
+				earliest := written.Truncate(time.Second)
 				Eventually(deleted(short)).WithTimeout(time.Until(written.Add(4 * time.Second))).Should(BeTrue())
-				Consistently(deleted(plain)).WithTimeout(time.Until(written.Add(evictTimeout)) - 100*time.Millisecond).Should(BeFalse())
+				Consistently(deleted(plain)).WithTimeout(time.Until(earliest.Add(evictTimeout)) - 100*time.Millisecond).Should(BeFalse())
 				Eventually(deleted(plain)).WithTimeout(time.Until(written.Add(evictTimeout + 3*time.Second))).Should(BeTrue())
 				Expect(hasNoExecuteTaint(name)).To(BeTrue())
 			})),
