@@ -181,14 +181,7 @@ func metricsOptions(opts cmdline.Options) metricsserver.Options {
 // restConfig loads the kubeconfig named by --kubeconfig, or the default
 // chain when it is empty; --master, when set, overrides its server.
 func restConfig(master, path string) (*rest.Config, error) {
-	if path == "" && master != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags(master, "")
-		if err != nil {
-			return nil, fmt.Errorf("invalid --master=%s: %w", master, err)
-		}
-		return cfg, nil
-	}
-	if path == "" {
+	if path == "" && master == "" {
 		cfg, err := ctrl.GetConfig()
 		if err != nil {
 			return nil, fmt.Errorf("no --kubeconfig given and no default configuration found: %w", err)
@@ -196,6 +189,9 @@ func restConfig(master, path string) (*rest.Config, error) {
 		return cfg, nil
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags(master, path)
+	if err != nil && path == "" {
+		return nil, fmt.Errorf("invalid --master=%s: %w", master, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("invalid --kubeconfig=%s: %w", path, err)
 	}

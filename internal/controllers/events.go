@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -20,7 +21,7 @@ import (
 // and the alerts built on that filter would find nothing. The event's
 // action, which only events.k8s.io has, is dropped, as upstream has none.
 type upstreamEvents struct {
-	mgr         ctrl.Manager
+	scheme      *runtime.Scheme
 	broadcaster record.EventBroadcaster
 }
 
@@ -42,12 +43,12 @@ func newUpstreamEvents(mgr ctrl.Manager) (*upstreamEvents, error) {
 		b.Shutdown()
 		return nil, fmt.Errorf("add event broadcaster: %w", err)
 	}
-	return &upstreamEvents{mgr: mgr, broadcaster: b}, nil
+	return &upstreamEvents{scheme: mgr.GetScheme(), broadcaster: b}, nil
 }
 
 // For returns a recorder whose events come from component.
 func (u *upstreamEvents) For(component string) events.EventRecorder {
-	return record.NewEventRecorderAdapter(u.broadcaster.NewRecorder(u.mgr.GetScheme(), corev1.EventSource{Component: component}))
+	return record.NewEventRecorderAdapter(u.broadcaster.NewRecorder(u.scheme, corev1.EventSource{Component: component}))
 }
 
 // broadcasterStopper shuts the broadcaster down when the manager stops. Every

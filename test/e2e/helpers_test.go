@@ -188,17 +188,7 @@ func eventReasons(name string) func(g Gomega) []string { return eventReasonsAbou
 func eventReasonsOn(name string) func(g Gomega) []string { return eventReasonsAbout("Namespace", name) }
 
 func eventReasonsAbout(kind, name string) func(g Gomega) []string {
-	return func(g Gomega) []string {
-		list := &eventsv1.EventList{}
-		g.Expect(k8s.List(context.Background(), list, client.InNamespace(metav1.NamespaceDefault))).To(Succeed())
-		var reasons []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind == kind && e.Regarding.Name == name {
-				reasons = append(reasons, e.Reason)
-			}
-		}
-		return reasons
-	}
+	return eventReasonsMatching(client.MatchingFields{"involvedObject.kind": kind, "involvedObject.name": name})
 }
 
 // eventAt is when an event was first reported: an events.k8s.io event
@@ -241,11 +231,15 @@ func eventCount(e eventsv1.Event) int32 {
 // object, found as `kubectl get events -A --field-selector source=...` finds
 // them.
 func reasonsFrom(source, kind, name string) func(g Gomega) []string {
+	return eventReasonsMatching(client.MatchingFields{"source": source, "involvedObject.kind": kind, "involvedObject.name": name})
+}
+
+// eventReasonsMatching lists the reasons of the events that match the field
+// selector, in every namespace.
+func eventReasonsMatching(fields client.MatchingFields) func(g Gomega) []string {
 	return func(g Gomega) []string {
 		list := &corev1.EventList{}
-		g.Expect(k8s.List(context.Background(), list, client.MatchingFields{
-			"source": source, "involvedObject.kind": kind, "involvedObject.name": name,
-		})).To(Succeed())
+		g.Expect(k8s.List(context.Background(), list, fields)).To(Succeed())
 		reasons := make([]string, 0, len(list.Items))
 		for _, e := range list.Items {
 			reasons = append(reasons, e.Reason)

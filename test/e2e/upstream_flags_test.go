@@ -6,10 +6,10 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
 
@@ -46,33 +46,15 @@ var kubeadmCommandLine = []string{
 	"--v=2",
 }
 
-// lockedBuffer collects a process's output while the spec reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 var _ = Describe("A kube-controller-manager command line", func() {
 	It("starts the binary unchanged, and says which flags have no effect here", func() {
-		out := &lockedBuffer{}
+		out := gbytes.NewBuffer()
 		id := rand.String(5)
 		startControllerProcessTo(io.MultiWriter(GinkgoWriter, out), "kcm-"+id, "kcm-"+id, kubeadmCommandLine...)
 		for _, flag := range []string{"allocate-node-cidrs", "controllers", "bind-address", "use-service-account-credentials", "profiling"} {
-			Expect(out.String()).To(MatchRegexp(`Accepted a kube-controller-manager flag that has no effect here.*flag="%s"`, flag))
+			Expect(string(out.Contents())).To(MatchRegexp(`Accepted a kube-controller-manager flag that has no effect here.*flag="%s"`, flag))
 		}
-		Expect(out.String()).NotTo(ContainSubstring(`flag="node-monitor-period"`), "a flag this binary acts on is not noted")
+		Expect(string(out.Contents())).NotTo(ContainSubstring(`flag="node-monitor-period"`), "a flag this binary acts on is not noted")
 	})
 
 	It("fails with one readable line per flag whose value this binary cannot honor", func() {
