@@ -8,6 +8,10 @@
 //	f.Stop(f.Nodes()[0])  // its heartbeats stop; the controller marks it
 //	f.Resume(f.Nodes()[0]) // it reports again and recovers
 //
+// SetCondition and ClearCondition write a node's conditions as an
+// administrator or a maintenance operator would (MaintenanceInProgress
+// before a reboot); the reporters leave such conditions as they are.
+//
 // The fleet also runs as a command, for demos and scale tests; see
 // pkg/fleet/cmd/fleet.
 package fleet

@@ -82,8 +82,8 @@ func BenchmarkHeartbeatCost(b *testing.B) {
 			// kubelet without one; the benchmark drives the reporter's
 			// methods itself and simply never renews. A report frequency
 			// no longer than the update frequency makes every sync write,
-			// and every write stamps the conditions' lastHeartbeatTime
-			// (stampConditions).
+			// and every write stamps the lastHeartbeatTime of the
+			// reporter's conditions (stampConditions).
 			name: "status-every-10s",
 			cfg:  Config{NodeStatusReportFrequency: DefaultNodeStatusUpdateFrequency},
 		},

@@ -8,13 +8,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // StatusSetter computes part of a node's status: it mutates node.Status of
 // a copy the reporter owns. Setters set the type, status, reason and message
-// of conditions (SetCondition does that); the reporter stamps their
-// heartbeat and transition times afterwards, so setters need not. An error
-// is logged and the other setters still run.
+// of conditions through SetCondition; the reporter stamps the heartbeat and
+// transition times of the conditions set in this pass afterwards, so setters
+// need not. A condition no setter set in the pass is another writer's (an
+// administrator's MaintenanceInProgress, a cloud provider's
+// NetworkUnavailable): the reporter neither stamps it nor writes it. A
+// setter that changes a condition in any way makes it the reporter's, so
+// setters leave the conditions of other writers alone. An error is logged
+// and the other setters still run.
 type StatusSetter func(node *corev1.Node, now time.Time) error
 
 // Reasons and messages of the conditions written by the default setters;
@@ -217,8 +223,12 @@ func NodeInfoSetter(info corev1.NodeSystemInfo) StatusSetter {
 }
 
 // SetCondition puts c into the node's conditions, replacing the condition
-// of the same type. The reporter stamps the times, so c needs none.
+// of the same type. It writes c without its heartbeat and transition times:
+// the reporter stamps them, and their absence is how it tells the
+// conditions set in this pass, which always differ from the stored ones,
+// from those other writers own, which it leaves untouched.
 func SetCondition(node *corev1.Node, c corev1.NodeCondition) {
+	c.LastHeartbeatTime, c.LastTransitionTime = metav1.Time{}, metav1.Time{}
 	for i := range node.Status.Conditions {
 		if node.Status.Conditions[i].Type == c.Type {
 			node.Status.Conditions[i] = c

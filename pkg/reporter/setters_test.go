@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDefaultSetters(t *testing.T) {
@@ -114,6 +115,19 @@ func TestSetConditionReplacesByType(t *testing.T) {
 	SetCondition(node, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
 	if len(node.Status.Conditions) != 2 || condition(node, corev1.NodeReady).Status != corev1.ConditionTrue {
 		t.Errorf("conditions = %+v, want Ready True and DiskPressure", node.Status.Conditions)
+	}
+}
+
+// TestSetConditionDropsTimes checks what tells the reporter a condition set
+// in this pass from another writer's: the one set has no times, however
+// the setter filled them in.
+func TestSetConditionDropsTimes(t *testing.T) {
+	stored := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.NewTime(t0), LastTransitionTime: metav1.NewTime(t0)}
+	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{stored}}}
+	SetCondition(node, stored)
+	if c := condition(node, corev1.NodeReady); !c.LastHeartbeatTime.IsZero() || !c.LastTransitionTime.IsZero() {
+		t.Errorf("Ready times = %v, %v, want none", c.LastHeartbeatTime, c.LastTransitionTime)
 	}
 }
 

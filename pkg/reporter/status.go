@@ -108,9 +108,9 @@ func (r *Reporter) nextStatus(node *corev1.Node, now time.Time) (next *corev1.No
 	return next, report, err
 }
 
-// computeNode runs the setters on a copy of base at now and stamps the
-// conditions' times against base. The copy is returned even if some setters
-// failed, with their errors.
+// computeNode runs the setters on a copy of base at now and stamps the times
+// of the conditions they set against base. The copy is returned even if some
+// setters failed, with their errors.
 func (r *Reporter) computeNode(base *corev1.Node, now time.Time) (*corev1.Node, error) {
 	// Managed fields can outweigh the rest of a Node; setters never need
 	// them, so they are not copied.
@@ -134,19 +134,43 @@ func (r *Reporter) computeNode(base *corev1.Node, now time.Time) (*corev1.Node, 
 	return node, nil
 }
 
-// stampConditions sets the times of the next conditions: every heartbeat is
-// now; a transition time stays that of the previous condition of the type
-// unless its status changed.
+// stampConditions sets the times of the next conditions a setter set in
+// this pass: every heartbeat is now; a transition time stays that of the
+// previous condition of the type unless its status changed.
+//
+// A condition the setters left exactly as it was in prev, times included,
+// belongs to another writer (an administrator, a maintenance operator, a
+// cloud provider) and keeps its times, so the status patch leaves it out:
+// like a careful kubelet, the reporter writes only the conditions it owns,
+// and neither makes a stale foreign condition look fresh nor brings back
+// one its owner removed meanwhile. A condition a setter set always differs
+// from the stored one, since SetCondition writes it without times and the
+// stored one has them.
 func stampConditions(prev, next []corev1.NodeCondition, now time.Time) {
 	stamp := metav1.NewTime(now)
 	for i := range next {
 		c := &next[i]
+		if unchanged(prev, c) {
+			continue
+		}
 		c.LastHeartbeatTime = stamp
 		c.LastTransitionTime = stamp
 		if p := findCondition(prev, c.Type); p != nil && p.Status == c.Status {
 			c.LastTransitionTime = p.LastTransitionTime
 		}
 	}
+}
+
+// unchanged says whether c is one of the prev conditions as it was. Any
+// condition of its type counts, not only the first: a Node may carry two of
+// one type, and the second, which no setter replaces, is not theirs either.
+func unchanged(prev []corev1.NodeCondition, c *corev1.NodeCondition) bool {
+	for i := range prev {
+		if prev[i].Type == c.Type && equality.Semantic.DeepEqual(prev[i], *c) {
+			return true
+		}
+	}
+	return false
 }
 
 func findCondition(conditions []corev1.NodeCondition, t corev1.NodeConditionType) *corev1.NodeCondition {

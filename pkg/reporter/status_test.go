@@ -63,6 +63,21 @@ func TestStampConditions(t *testing.T) {
 			wantLTT: at(0), wantLHT: metav1.NewTime(now),
 		},
 		{
+			name:    "a condition left as it was keeps its times",
+			prev:    []corev1.NodeCondition{{Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue, LastHeartbeatTime: at(time.Minute), LastTransitionTime: at(0)}},
+			next:    corev1.NodeCondition{Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue, LastHeartbeatTime: at(time.Minute), LastTransitionTime: at(0)},
+			wantLTT: at(0), wantLHT: at(time.Minute),
+		},
+		{
+			name: "a second condition of a type left as it was keeps its times",
+			prev: []corev1.NodeCondition{
+				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: at(time.Minute), LastTransitionTime: at(0)},
+				{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: at(2 * time.Minute), LastTransitionTime: at(time.Minute)},
+			},
+			next:    corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastHeartbeatTime: at(2 * time.Minute), LastTransitionTime: at(time.Minute)},
+			wantLTT: at(time.Minute), wantLHT: at(2 * time.Minute),
+		},
+		{
 			name:    "other types do not count",
 			prev:    []corev1.NodeCondition{{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, LastTransitionTime: at(0)}},
 			next:    corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
@@ -78,6 +93,107 @@ func TestStampConditions(t *testing.T) {
 			}
 			if !next[0].LastHeartbeatTime.Equal(&tc.wantLHT) {
 				t.Errorf("lastHeartbeatTime = %v, want %v", next[0].LastHeartbeatTime, tc.wantLHT)
+			}
+		})
+	}
+}
+
+// TestForeignConditionsAreLeftAlone runs the default setters over a Node
+// carrying, besides the reporter's conditions, one another writer set: the
+// reporter must stamp its own, Ready among them, and neither stamp nor
+// patch the other, whatever it says and however old its times are.
+func TestForeignConditionsAreLeftAlone(t *testing.T) {
+	now := t0.Add(time.Hour)
+	tests := []struct {
+		name    string
+		foreign corev1.NodeCondition
+		// notReady makes the reporter's own conditions change in the same
+		// pass.
+		notReady bool
+		// first puts the foreign condition before the reporter's.
+		first bool
+	}{
+		{
+			name: "maintenance operator's MaintenanceInProgress",
+			foreign: corev1.NodeCondition{Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue,
+				Reason: "Reboot", LastHeartbeatTime: at(10 * time.Minute), LastTransitionTime: at(5 * time.Minute)},
+		},
+		{
+			name: "Drained, first, while Ready turns False",
+			foreign: corev1.NodeCondition{Type: corev1.NodeDrained, Status: corev1.ConditionTrue,
+				LastHeartbeatTime: at(20 * time.Minute), LastTransitionTime: at(20 * time.Minute)},
+			notReady: true, first: true,
+		},
+		{
+			name: "GracefulNodeShutdownInProgress long unrefreshed",
+			foreign: corev1.NodeCondition{Type: corev1.NodeGracefulNodeShutdownInProgress, Status: corev1.ConditionFalse,
+				LastHeartbeatTime: at(-24 * time.Hour), LastTransitionTime: at(-48 * time.Hour)},
+		},
+		{
+			name: "cloud provider's NetworkUnavailable",
+			foreign: corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse,
+				Reason: "RouteCreated", LastHeartbeatTime: at(time.Minute), LastTransitionTime: at(time.Minute)},
+			notReady: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(fake.NewClientset(), clocktesting.NewFakeClock(now), Config{NodeName: testNode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, err := r.initialNode(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.first {
+				node.Status.Conditions = append([]corev1.NodeCondition{tc.foreign}, node.Status.Conditions...)
+			} else {
+				node.Status.Conditions = append(node.Status.Conditions, tc.foreign)
+			}
+			r.Health().SetReady(!tc.notReady, "")
+
+			next, err := r.computeNode(node, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stamp := metav1.NewTime(now)
+			if got := condition(next, tc.foreign.Type); !equality.Semantic.DeepEqual(got, tc.foreign) {
+				t.Errorf("%s = %+v, want it left as %+v", tc.foreign.Type, got, tc.foreign)
+			}
+			ready := condition(next, corev1.NodeReady)
+			if !ready.LastHeartbeatTime.Equal(&stamp) {
+				t.Errorf("Ready lastHeartbeatTime = %v, want %v", ready.LastHeartbeatTime, stamp)
+			}
+			wantLTT := at(0)
+			if tc.notReady {
+				wantLTT = stamp
+			}
+			if !ready.LastTransitionTime.Equal(&wantLTT) {
+				t.Errorf("Ready lastTransitionTime = %v, want %v", ready.LastTransitionTime, wantLTT)
+			}
+
+			patch, err := statusPatch(&node.Status, &next.Status)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fields struct {
+				Status struct {
+					Conditions []corev1.NodeCondition `json:"conditions"`
+				} `json:"status"`
+			}
+			if err := json.Unmarshal(patch, &fields); err != nil {
+				t.Fatalf("patch %s: %v", patch, err)
+			}
+			var patched []corev1.NodeConditionType
+			for _, c := range fields.Status.Conditions {
+				patched = append(patched, c.Type)
+			}
+			if slices.Contains(patched, tc.foreign.Type) {
+				t.Errorf("patch %s writes %s, want it left out", patch, tc.foreign.Type)
+			}
+			if !slices.Contains(patched, corev1.NodeReady) {
+				t.Errorf("patch %s does not write Ready", patch)
 			}
 		})
 	}
