@@ -51,6 +51,15 @@ type NodeHealthPolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="podEvictionTimeout must be positive"
 	// +optional
 	PodEvictionTimeout *metav1.Duration `json:"podEvictionTimeout,omitempty"`
+	// MaintenanceGracePeriod is how long a node of the pool with
+	// MaintenanceInProgress, GracefulNodeShutdownInProgress or Drained True
+	// may stay unreachable or not ready before it is tainted NoExecute,
+	// counted from the later of the condition turning True and the node
+	// ceasing to be Ready (--maintenance-grace-period). Until then it counts
+	// towards no zone, breaker or partition freeze. 0s turns the hold off.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="maintenanceGracePeriod must not be negative"
+	// +optional
+	MaintenanceGracePeriod *metav1.Duration `json:"maintenanceGracePeriod,omitempty"`
 
 	// NodeEvictionRate is the number of nodes per second tainted NoExecute
 	// in a zone of the pool that is not partially disrupted

@@ -126,6 +126,7 @@ func TestValidation(t *testing.T) {
 				NodeMonitorGracePeriod:    dur("40s"),
 				NodeStartupGracePeriod:    dur("1m"),
 				PodEvictionTimeout:        dur("5m"),
+				MaintenanceGracePeriod:    dur("2h"),
 				NodeEvictionRate:          ptr.To(0.1),
 				SecondaryNodeEvictionRate: ptr.To(0.01),
 				UnhealthyZoneThreshold:    ptr.To(0.55),
@@ -148,6 +149,9 @@ func TestValidation(t *testing.T) {
 			field: "spec.podEvictionTimeout", message: "podEvictionTimeout must be positive"},
 		{name: "podEvictionTimeout -1s", spec: v1alpha1.NodeHealthPolicySpec{PodEvictionTimeout: dur("-1s")},
 			field: "spec.podEvictionTimeout", message: "podEvictionTimeout must be positive"},
+		{name: "maintenanceGracePeriod -1s", spec: v1alpha1.NodeHealthPolicySpec{MaintenanceGracePeriod: dur("-1s")},
+			field: "spec.maintenanceGracePeriod", message: "maintenanceGracePeriod must not be negative"},
+		{name: "maintenanceGracePeriod 0s turns the hold off", spec: v1alpha1.NodeHealthPolicySpec{MaintenanceGracePeriod: dur("0s")}},
 
 		{name: "podEvictionTimeout below nodeMonitorGracePeriod",
 			spec:  v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: dur("1m"), PodEvictionTimeout: dur("30s")},

@@ -88,6 +88,11 @@ func (in *NodeHealthPolicySpec) DeepCopyInto(out *NodeHealthPolicySpec) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.MaintenanceGracePeriod != nil {
+		in, out := &in.MaintenanceGracePeriod, &out.MaintenanceGracePeriod
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.NodeEvictionRate != nil {
 		in, out := &in.NodeEvictionRate, &out.NodeEvictionRate
 		*out = new(float64)

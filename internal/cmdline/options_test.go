@@ -105,6 +105,8 @@ func TestValidate(t *testing.T) {
 		{"freeze threshold above one", func(o *Options) { o.PartitionFreezeThreshold = 1.5 }, "--partition-freeze-threshold=1.5: must be in [0, 1]"},
 		{"freeze off", func(o *Options) { o.PartitionFreezeThreshold = 0 }, ""},
 		{"negative freeze cooldown", func(o *Options) { o.PartitionFreezeCooldown = -time.Second }, "--partition-freeze-cooldown=-1s"},
+		{"negative maintenance grace", func(o *Options) { o.MaintenanceGracePeriod = -time.Minute }, "--maintenance-grace-period=-1m0s: must not be negative"},
+		{"maintenance hold off", func(o *Options) { o.MaintenanceGracePeriod = 0 }, ""},
 		{"zero qps", func(o *Options) { o.KubeAPIQPS = 0 }, "--kube-api-qps=0: must be positive"},
 		{"negative burst", func(o *Options) { o.KubeAPIBurst = -1 }, "--kube-api-burst=-1: must be positive"},
 		{"empty leader id", func(o *Options) { o.LeaderElection.ResourceName = "" }, "--leader-elect-resource-name"},

@@ -39,6 +39,7 @@ func newPolicy(name string, age time.Duration, labels map[string]string, spec v1
 func TestResolveTakesUnsetFieldsFromTheDefaults(t *testing.T) {
 	p := newPolicy("gpu", 0, nil, v1alpha1.NodeHealthPolicySpec{
 		NodeStartupGracePeriod: duration(10 * time.Minute),
+		MaintenanceGracePeriod: duration(3 * time.Hour),
 		NodeEvictionRate:       ptr.To(1.0),
 		FullDisruption:         v1alpha1.FullDisruptionHalt,
 		PauseRequests:          []string{"maintenance"},
@@ -50,6 +51,7 @@ func TestResolveTakesUnsetFieldsFromTheDefaults(t *testing.T) {
 	want := defaults
 	want.Pool = "gpu"
 	want.Grace.Startup = 10 * time.Minute
+	want.MaintenanceGrace = 3 * time.Hour
 	want.Disruption.Normal = 1
 	want.Disruption.HaltFullZones = true
 	want.Disruption.Paused = true
@@ -74,6 +76,8 @@ func TestResolveRefusesWhatOnlyTheFlagsMakeInvalid(t *testing.T) {
 		{"startup grace set below the grace",
 			v1alpha1.NodeHealthPolicySpec{NodeMonitorGracePeriod: duration(2 * time.Minute), NodeStartupGracePeriod: duration(time.Minute)},
 			"nodeStartupGracePeriod (1m0s) must be at least nodeMonitorGracePeriod (2m0s)"},
+		{"negative maintenance grace", v1alpha1.NodeHealthPolicySpec{MaintenanceGracePeriod: duration(-time.Second)},
+			"maintenanceGracePeriod (-1s) must not be negative"},
 		{"bad maxUnhealthy", v1alpha1.NodeHealthPolicySpec{MaxUnhealthy: ptr.To(intstr.FromString("lots"))}, "maxUnhealthy"},
 	}
 	for _, tt := range tests {

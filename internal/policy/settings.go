@@ -28,6 +28,9 @@ type Settings struct {
 	// PodEvictionTimeout applies to pods without a toleration for the
 	// unreachable or not-ready taint.
 	PodEvictionTimeout time.Duration
+	// MaintenanceGrace is how long a node in maintenance that stopped
+	// being Ready waits for its NoExecute taint; 0 turns the hold off.
+	MaintenanceGrace time.Duration
 	// Disruption holds the pool's rates, thresholds and guards.
 	Disruption disruption.Pool
 }
@@ -49,6 +52,7 @@ func Resolve(defaults Settings, p *v1alpha1.NodeHealthPolicy) (Settings, error) 
 		s.Grace.Startup = s.Grace.Monitor
 	}
 	setDuration(&s.PodEvictionTimeout, spec.PodEvictionTimeout)
+	setDuration(&s.MaintenanceGrace, spec.MaintenanceGracePeriod)
 	d := &s.Disruption
 	if spec.NodeEvictionRate != nil {
 		d.Normal = *spec.NodeEvictionRate
@@ -73,6 +77,9 @@ func Resolve(defaults Settings, p *v1alpha1.NodeHealthPolicy) (Settings, error) 
 	var errs []error
 	if s.Grace.Monitor <= 0 || s.Grace.Startup <= 0 || s.PodEvictionTimeout <= 0 {
 		errs = append(errs, errors.New("grace periods and podEvictionTimeout must be positive"))
+	}
+	if s.MaintenanceGrace < 0 {
+		errs = append(errs, fmt.Errorf("maintenanceGracePeriod (%v) must not be negative", s.MaintenanceGrace))
 	}
 	if s.Grace.Startup < s.Grace.Monitor {
 		errs = append(errs, fmt.Errorf("nodeStartupGracePeriod (%v) must be at least nodeMonitorGracePeriod (%v)",
@@ -118,6 +125,7 @@ func Defaults(o options.Options) Settings {
 	return Settings{
 		Grace:              health.Grace{Monitor: o.NodeMonitorGracePeriod, Startup: o.NodeStartupGracePeriod},
 		PodEvictionTimeout: o.PodEvictionTimeout,
+		MaintenanceGrace:   o.MaintenanceGracePeriod,
 		Disruption: disruption.Pool{
 			Rates: disruption.Rates{
 				Normal:                    o.NodeEvictionRate,

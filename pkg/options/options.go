@@ -32,6 +32,12 @@ const (
 	DefaultPartitionFreezeThreshold  = 0.6
 )
 
+// DefaultMaintenanceGracePeriod is how long a node in maintenance that has
+// stopped being Ready waits for its NoExecute taint: long enough for a
+// reboot or a hardware swap, short enough that a node whose maintenance
+// went wrong is dealt with the same working hour.
+const DefaultMaintenanceGracePeriod = time.Hour
+
 // DefaultReconcileTimeout bounds a reconcile of Options that set none. A
 // reconcile sends a few requests, or one per pod of a node, at most 16 at
 // once: seconds, even behind the client's rate limit.
@@ -75,6 +81,15 @@ type Options struct {
 	// stay below the threshold before a freeze ends; 0 means one
 	// NodeMonitorGracePeriod.
 	PartitionFreezeCooldown time.Duration
+	// MaintenanceGracePeriod is how long a node with a maintenance
+	// condition True (MaintenanceInProgress, GracefulNodeShutdownInProgress
+	// or Drained) may stay unreachable or not ready before its NoExecute
+	// taint is added, counted from the later of the condition turning True
+	// and the node ceasing to be Ready. Until then it is marked and tainted
+	// NoSchedule as any node, but counts towards no zone, pool breaker or
+	// partition freeze. 0 turns the hold off: such a node is judged as if
+	// the conditions were not there, as kube-controller-manager judges it.
+	MaintenanceGracePeriod time.Duration
 
 	// ReconcileTimeout bounds each reconcile, and so every request it sends
 	// to the apiserver: a request stuck on a connection that stopped
@@ -100,6 +115,7 @@ func Default() Options {
 		LargeClusterSizeThreshold: DefaultLargeClusterSizeThreshold,
 		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
 		PartitionFreezeThreshold:  DefaultPartitionFreezeThreshold,
+		MaintenanceGracePeriod:    DefaultMaintenanceGracePeriod,
 		ReconcileTimeout:          DefaultReconcileTimeout,
 	}
 }
@@ -134,6 +150,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PartitionFreezeCooldown, "partition-freeze-cooldown", o.PartitionFreezeCooldown,
 		"How long the share of silent nodes must stay below --partition-freeze-threshold before a freeze ends; "+
 			"0 means one --node-monitor-grace-period.")
+	fs.DurationVar(&o.MaintenanceGracePeriod, "maintenance-grace-period", o.MaintenanceGracePeriod,
+		"How long a node with MaintenanceInProgress, GracefulNodeShutdownInProgress or Drained True may stay "+
+			"unreachable or not ready before it is tainted NoExecute, counted from the later of the condition turning "+
+			"True and the node ceasing to be Ready. Until then it is marked and tainted NoSchedule, its pods marked "+
+			"NotReady, and it counts towards no zone, pool breaker or partition freeze. 0 turns this off.")
 }
 
 // FreezeCooldown returns the partition freeze cooldown, with 0 resolved to
@@ -198,6 +219,9 @@ func (o *Options) Validate() error {
 	}
 	if o.PartitionFreezeCooldown < 0 {
 		bad("partition-freeze-cooldown", o.PartitionFreezeCooldown, "must not be negative")
+	}
+	if o.MaintenanceGracePeriod < 0 {
+		bad("maintenance-grace-period", o.MaintenanceGracePeriod, "must not be negative")
 	}
 	if o.ReconcileTimeout < 0 {
 		errs = append(errs, fmt.Errorf("invalid ReconcileTimeout=%v: must not be negative", o.ReconcileTimeout))
