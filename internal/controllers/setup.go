@@ -113,6 +113,8 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		Grace:     defaults.Grace,
 		Guard:     guard,
 
+		MaintenanceGrace: defaults.MaintenanceGrace,
+
 		ReconcileTimeout: timeout,
 	}
 	if s.Clock != nil {

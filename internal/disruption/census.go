@@ -9,6 +9,8 @@ import "slices"
 // rules of zones.go.
 type census struct {
 	nodes map[string]NodeStatus
+	// maintenance counts the nodes in maintenance.
+	maintenance int
 	// zones holds the zones with counted nodes, and between a change and
 	// its restate, those that have just lost their last one.
 	zones map[ZoneID]*ZoneSnapshot
@@ -25,8 +27,13 @@ func (cs *census) node(name string) (NodeStatus, bool) {
 	return st, ok
 }
 
-// size returns how many nodes are known, excluded ones included.
+// size returns how many nodes are known, excluded ones and those in
+// maintenance included.
 func (cs *census) size() int { return len(cs.nodes) }
+
+// judged returns how many nodes the partition freeze judges: all but those
+// in maintenance, whose silence says nothing of the control plane.
+func (cs *census) judged() int { return len(cs.nodes) - cs.maintenance }
 
 // set records a node's changed status, moving it from the counts of old,
 // its status so far if known, to those of st, and notes in c the zones whose
@@ -53,9 +60,13 @@ func (cs *census) remove(name string, c *Change) (NodeStatus, bool) {
 }
 
 // count adds a node to its zone's counts (n = 1) or takes it out (n = -1).
-// An excluded node counts for nothing, and a node taken out of a zone the
+// An excluded node, or one in maintenance, counts in no zone, and a node taken out of a zone the
 // census does not hold was never counted in it.
 func (cs *census) count(st NodeStatus, n int, c *Change) {
+	if st.Maintenance {
+		cs.maintenance += n
+		return
+	}
 	if st.Excluded {
 		return
 	}
@@ -126,16 +137,22 @@ func (cs *census) poolCounts(pool string) Counts {
 	return c
 }
 
-// fadingByPool returns how many of the named nodes each pool counts:
-// excluded and unknown nodes count in none.
-func (cs *census) fadingByPool(names []string) map[string]int {
-	out := make(map[string]int)
+// fadingByPool returns how many of the named nodes each pool counts, and
+// how many the partition freeze counts: excluded and unknown nodes count in
+// no pool, and nodes in maintenance in neither.
+func (cs *census) fadingByPool(names []string) (byPool map[string]int, judged int) {
+	byPool = make(map[string]int)
 	for _, name := range names {
-		if st, ok := cs.nodes[name]; ok && !st.Excluded {
-			out[st.Pool]++
+		st, ok := cs.nodes[name]
+		if ok && st.Maintenance {
+			continue
+		}
+		judged++
+		if ok && !st.Excluded {
+			byPool[st.Pool]++
 		}
 	}
-	return out
+	return byPool, judged
 }
 
 // names returns the nodes for which keep is true.

@@ -32,6 +32,11 @@ type NodeStatus struct {
 	Excluded bool
 	// Ready is true when the node's Ready condition is True.
 	Ready bool
+	// Maintenance is true while a maintenance condition holds the node
+	// (package maintenance): it counts in no zone, pool or freeze, and its
+	// NoExecute taint and evictions are held, as for a node going quiet on
+	// purpose.
+	Maintenance bool
 	// SilentSince is when the node's grace period ran out without a
 	// heartbeat; zero while it heartbeats.
 	SilentSince time.Time
@@ -116,7 +121,7 @@ func (g *Guard) Seed(nodes map[string]NodeStatus, now time.Time) Change {
 	for name, st := range nodes {
 		g.record(name, st, &c)
 	}
-	if g.cluster.seed(g.census.size(), now) {
+	if g.cluster.seed(g.census.judged(), now) {
 		c.Freeze, c.Frozen = true, true
 	}
 	g.settle(now, &c)
@@ -143,7 +148,12 @@ func (g *Guard) record(name string, st NodeStatus, c *Change) bool {
 		g.queues.leave(zoneOf(old), name)
 	}
 	g.census.set(name, old, known, st, c)
-	g.cluster.silence(name, st.SilentSince)
+	silentSince := st.SilentSince
+	if st.Maintenance {
+		// A planned silence is no sign of a partition.
+		silentSince = time.Time{}
+	}
+	g.cluster.silence(name, silentSince)
 	return true
 }
 
@@ -172,8 +182,9 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 func (g *Guard) Tick(fading []string, decided int, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.cluster.setFading(len(fading))
-	g.pools.setFading(g.census.fadingByPool(fading))
+	byPool, n := g.census.fadingByPool(fading)
+	g.cluster.setFading(n)
+	g.pools.setFading(byPool)
 	var c Change
 	g.settle(now, &c)
 	c.Decided = g.cluster.decide(decided, g.census.size(), now)
@@ -218,7 +229,7 @@ func (g *Guard) settle(now time.Time, c *Change) {
 	for _, id := range c.Zones {
 		g.updateHold(id.Pool, c)
 	}
-	g.cluster.settle(g.census.allFull(), g.census.size(), now, c)
+	g.cluster.settle(g.census.allFull(), g.census.judged(), now, c)
 }
 
 // updateHold brings the pool's remembered hold up to date, noting in c when

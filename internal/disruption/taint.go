@@ -20,6 +20,9 @@ const (
 	// HeldDeciding: the controller has just started and does not know yet
 	// whether the nodes it finds marked are a partition.
 	HeldDeciding = "deciding on a partition freeze after start"
+	// HeldMaintenance: the node is in maintenance, and its maintenance
+	// grace has not run out.
+	HeldMaintenance = "node in maintenance"
 )
 
 // TakeTaint asks whether the node may be tainted NoExecute now. Nodes wait in
@@ -94,19 +97,25 @@ func (g *Guard) DestructiveAllowedFor(name string) (bool, string) {
 // PodMarkingAllowedFor reports whether the named node's pods may be marked
 // NotReady, and if not, why: what holds its evictions holds the marking
 // too, but for every zone being down, where the pods are marked as
-// kube-controller-manager marks them.
+// kube-controller-manager marks them, and for maintenance: the pods of a
+// node that went quiet serve nobody, planned or not.
 func (g *Guard) PodMarkingAllowedFor(name string) (bool, string) {
 	return g.allowedFor(name, false)
 }
 
 // allowedFor reports whether destructive work may touch the named node, and
-// if not, why; haltHolds says whether every zone being down holds it.
-func (g *Guard) allowedFor(name string, haltHolds bool) (bool, string) {
+// if not, why; evicting says whether it evicts (or taints NoExecute), which
+// every zone being down and maintenance hold, or only marks pods NotReady,
+// which they do not.
+func (g *Guard) allowedFor(name string, evicting bool) (bool, string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	why := g.hold(name)
-	if why == HeldHalted && !haltHolds {
-		why = g.nodeHold(name)
+	why := g.cluster.hold()
+	if why == "" || why == HeldHalted && !evicting {
+		why = g.poolHold(name)
+	}
+	if why == "" && evicting {
+		why = g.maintenanceHold(name)
 	}
 	if why == "" && g.cluster.deciding {
 		why = HeldDeciding
@@ -115,7 +124,7 @@ func (g *Guard) allowedFor(name string, haltHolds bool) (bool, string) {
 }
 
 // Hold returns why the named node is held, or "": a partition freeze,
-// every zone down, or its pool's or zone's hold. A held node carries none
+// every zone down, its pool's or zone's hold, or its maintenance. A held node carries none
 // of the controller's NoExecute taints; when the hold lifts it is tainted
 // again at its zone's rate, and its pods' countdowns start from then. The
 // wait after start is not a hold: it takes no taint off.
@@ -130,12 +139,23 @@ func (g *Guard) hold(name string) string {
 	if why := g.cluster.hold(); why != "" {
 		return why
 	}
-	return g.nodeHold(name)
+	if why := g.poolHold(name); why != "" {
+		return why
+	}
+	return g.maintenanceHold(name)
 }
 
-// nodeHold returns why the named node's pool or zone holds NoExecute taints
+// poolHold returns why the named node's pool or zone holds NoExecute taints
 // and evictions back, or "".
-func (g *Guard) nodeHold(name string) string {
+func (g *Guard) poolHold(name string) string {
 	st, _ := g.census.node(name)
 	return g.pools.nodeHold(st, g.census.zone(zoneOf(st)).State)
+}
+
+// maintenanceHold returns HeldMaintenance for a node in maintenance, or "".
+func (g *Guard) maintenanceHold(name string) string {
+	if st, _ := g.census.node(name); st.Maintenance {
+		return HeldMaintenance
+	}
+	return ""
 }

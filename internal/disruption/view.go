@@ -36,11 +36,12 @@ func (g *Guard) Silent(name string) bool {
 
 // LostCount returns how many nodes the freeze counts as without heartbeats
 // at now (those that went silent within its window, or the fading ones
-// when there are more of them), and how many nodes there are.
+// when there are more of them), and how many nodes it judges: all but
+// those in maintenance.
 func (g *Guard) LostCount(now time.Time) (lost, total int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.cluster.lost(now), g.census.size()
+	return g.cluster.lost(now), g.census.judged()
 }
 
 // Zone returns a zone's counts and state.

@@ -85,6 +85,9 @@ func writeNode(b *strings.Builder, n Node) {
 	if n.Held != "" {
 		fmt.Fprintf(b, "  Held:       %s\n", n.Held)
 	}
+	if n.Maintenance != nil {
+		fmt.Fprintf(b, "  Maintenance: %s\n", maintenanceText(*n.Maintenance))
+	}
 	if len(n.Pods) == 0 {
 		b.WriteString("  Pods:       none\n")
 		return
@@ -113,6 +116,26 @@ func evictionTime(p Pod, n Node) string {
 	}
 	if n.Held != "" && p.EvictAt != nil {
 		s += ", held: " + n.Held
+	}
+	return s
+}
+
+// maintenanceText says what the node's maintenance holds, and until when.
+func maintenanceText(m Maintenance) string {
+	s := m.Condition
+	if m.Since != nil {
+		s += " since " + clock(*m.Since)
+	}
+	switch {
+	case m.Held && m.HeldUntil != nil:
+		s += ", eviction held until " + clock(*m.HeldUntil)
+	case m.Held:
+		// The grace counts from the node ceasing to be Ready: a node
+		// listed before that has never reported, or is Ready but still
+		// carries a taint.
+		s += ", eviction held; its grace has not begun"
+	case m.HeldUntil != nil:
+		s += ", hold ended at " + clock(*m.HeldUntil)
 	}
 	return s
 }

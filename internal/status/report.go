@@ -14,6 +14,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
@@ -78,7 +79,25 @@ type Node struct {
 	// Held says why NoExecute tainting and eviction are held back for the
 	// node, or is empty.
 	Held string `json:"held,omitempty"`
-	Pods []Pod  `json:"pods,omitempty"`
+	// Maintenance is set when the node has a maintenance condition, and
+	// its pool a maintenance grace.
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
+	Pods        []Pod        `json:"pods,omitempty"`
+}
+
+// Maintenance is the maintenance a node is in.
+type Maintenance struct {
+	// Condition is the maintenance condition that is True.
+	Condition string `json:"condition"`
+	// Since is when Condition turned True, when that was written.
+	Since *time.Time `json:"since,omitempty"`
+	// HeldUntil is when the maintenance grace runs out, or ran out; unset
+	// while the node is Ready or has never reported, when the grace has
+	// not begun.
+	HeldUntil *time.Time `json:"heldUntil,omitempty"`
+	// Held is true while the maintenance keeps the node out of its zone's
+	// counts and holds its NoExecute taint and evictions.
+	Held bool `json:"held"`
 }
 
 // Taint is a taint on a node.
@@ -115,6 +134,10 @@ const (
 	HeldFreeze   = "partition freeze"
 	HeldAllDown  = "every zone is fully disrupted"
 	HeldByPolicy = "policy: "
+	// HeldMaintenance is followed by the maintenance condition and when
+	// the hold ends; it is the controller's own word for the hold, so that
+	// the report and the node's events read alike.
+	HeldMaintenance = disruption.HeldMaintenance
 )
 
 // Build computes the report.
@@ -124,12 +147,20 @@ func Build(in Input) Report {
 		r.PartitionFreeze = ptrTo(in.FrozenSince)
 	}
 	settings := make(map[string]policy.Settings, len(in.Nodes))
+	windows := make(map[string]maintenance.Window, len(in.Nodes))
 	zones := map[disruption.ZoneID]*Zone{}
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		s := in.Policies.For(n.Labels)
 		settings[n.Name] = s
-		if disruption.Excluded(n) {
+		// The conditions' times are read as stored, with no skew: the
+		// report does not measure how far this machine's clock runs from
+		// the apiserver's, as the controller does.
+		w := maintenance.Of(n, s.MaintenanceGrace, 0)
+		windows[n.Name] = w
+		// A node the controller counts in no zone is left out here too,
+		// or the zone states would not be the ones it acts on.
+		if disruption.Excluded(n) || w.Holds(in.Now) {
 			continue
 		}
 		id := disruption.ZoneID{Pool: s.Pool, Zone: disruption.ZoneKey(n)}
@@ -200,7 +231,11 @@ func Build(in Input) Report {
 			}
 			out.Taints = append(out.Taints, tt)
 		}
-		out.Held = held(r, s, zoneStates[disruption.ZoneID{Pool: s.Pool, Zone: out.Zone}], blocked)
+		w := windows[n.Name]
+		if w.In() {
+			out.Maintenance = maintenanceOf(w, in.Now)
+		}
+		out.Held = held(r, s, zoneStates[disruption.ZoneID{Pool: s.Pool, Zone: out.Zone}], blocked, w, in.Now)
 		for _, p := range pods[n.Name] {
 			d := eviction.Deadline(p, n.Spec.Taints, s.PodEvictionTimeout, in.Now)
 			pod := Pod{Namespace: p.Namespace, Name: p.Name, DecidedBy: d.Cause.String(), Taint: d.Taint}
@@ -219,8 +254,10 @@ func Build(in Input) Report {
 	return r
 }
 
-// held says why the node's NoExecute tainting and eviction are held back.
-func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[string]string) string {
+// held says why the node's NoExecute tainting and eviction are held back:
+// the cluster-wide holds, then its pool's and zone's, then its maintenance,
+// in the order the controller tells them.
+func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[string]string, w maintenance.Window, now time.Time) string {
 	switch {
 	case r.PartitionFreeze != nil:
 		return HeldFreeze
@@ -232,8 +269,26 @@ func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[st
 		return HeldByPolicy + "not in force (see its Accepted condition), and its nodes held until it is fixed or deleted"
 	case s.Disruption.HaltFullZones && zone == disruption.ZoneFullDisruption:
 		return HeldByPolicy + "zone fully disrupted, and fullDisruption is Halt"
+	case w.Holds(now):
+		why := HeldMaintenance + " (" + string(w.Condition) + ")"
+		if !w.Until.IsZero() {
+			why += ", until " + clock(w.Until)
+		}
+		return why
 	}
 	return ""
+}
+
+// maintenanceOf reports a node's maintenance window as it stands at now.
+func maintenanceOf(w maintenance.Window, now time.Time) *Maintenance {
+	m := &Maintenance{Condition: string(w.Condition), Held: w.Holds(now)}
+	if !w.Since.IsZero() {
+		m.Since = ptrTo(w.Since)
+	}
+	if !w.Until.IsZero() {
+		m.HeldUntil = ptrTo(w.Until)
+	}
+	return m
 }
 
 // policyBlocks maps each policy whose status says eviction is blocked to

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 )
@@ -75,6 +76,9 @@ type Reconciler struct {
 	// Grace holds the grace periods of nodes no policy selects; the
 	// partition freeze measures its window in Grace.Monitor.
 	Grace health.Grace
+	// MaintenanceGrace is the maintenance grace of nodes no policy selects
+	// (package maintenance); 0 turns the hold off.
+	MaintenanceGrace time.Duration
 	// Policies gives each node its pool's settings; nil means every node
 	// follows Grace and the guard's own settings.
 	Policies policy.Source
@@ -92,6 +96,9 @@ type Reconciler struct {
 
 	// wakes schedules each node's next look (wake.go).
 	wakes *wakes
+	// maintenance remembers the nodes held for their maintenance, to tell
+	// each hold's start and end once (maintenance.go).
+	maintenance maintenanceHolds
 	// started is when the controller was set up; nodes created before it
 	// are not announced as registered.
 	started time.Time
@@ -149,7 +156,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// Asked again: the live read before a mark may have heard the node.
 	heard := r.Tracker.Heard(node.Name)
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, now, r.apiSkew), now), now)
+	m := maintenance.Of(node, settings.MaintenanceGrace, r.apiSkew)
+	inMaintenance := m.Holds(now)
+	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, inMaintenance, now, r.apiSkew), now), now)
 	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)
@@ -174,6 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if retry > 0 {
 		r.wakes.after(node.Name, now.Add(retry))
 	}
+	r.reconcileMaintenance(ctx, node, m, inMaintenance)
 	return ctrl.Result{}, nil
 }
 
@@ -211,8 +221,10 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		// Nothing is heard yet: a node already marked counts as silent
-		// since its mark.
-		statuses[node.Name] = guardStatus(node, health.Verdict{}, r.settings(ctx, node).Pool, false, now, r.apiSkew)
+		// since its mark, unless it is in maintenance.
+		s := r.settings(ctx, node)
+		inMaintenance := maintenance.Of(node, s.MaintenanceGrace, r.apiSkew).Holds(now)
+		statuses[node.Name] = guardStatus(node, health.Verdict{}, s.Pool, false, inMaintenance, now, r.apiSkew)
 	}
 	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
 	return nil
@@ -240,7 +252,7 @@ func (r *Reconciler) stamp(now time.Time) time.Time {
 // settings returns the settings of the node's pool.
 func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Settings {
 	if r.Policies == nil {
-		return policy.Settings{Grace: r.Grace}
+		return policy.Settings{Grace: r.Grace, MaintenanceGrace: r.MaintenanceGrace}
 	}
 	return r.Policies.For(ctx, node)
 }
@@ -282,6 +294,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	// counted as a ghost, Ready or not, in its zone.
 	now := r.Clock.Now()
 	r.applyChange(ctx, r.Guard.Remove(name, now), now)
+	r.forgetMaintenance(name)
 	uid, state, ok := r.Tracker.Forget(name)
 	if !ok {
 		return

@@ -20,9 +20,10 @@ import (
 // not take either for nodes going quiet now. The mark was written by the
 // apiserver's clock, which the local one runs skew ahead of: the mark is
 // carried over to the local clock, so that a replica whose clock runs ahead
-// does not take fresh marks for old ones.
-func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard bool, now time.Time, skew time.Duration) disruption.NodeStatus {
-	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
+// does not take fresh marks for old ones. A node in maintenance is counted
+// nowhere, silent or not.
+func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard, inMaintenance bool, now time.Time, skew time.Duration) disruption.NodeStatus {
+	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node), Maintenance: inMaintenance}
 	ready := health.ReadyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionTrue {
 		st.Ready = true

@@ -32,7 +32,7 @@ func TestGuardStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := apiNow.Add(tc.localAhead)
-			st := guardStatus(markedAgo(tc.age), health.Verdict{}, "", false, now, tc.localAhead)
+			st := guardStatus(markedAgo(tc.age), health.Verdict{}, "", false, false, now, tc.localAhead)
 			if got := now.Sub(st.SilentSince); got != tc.want {
 				t.Errorf("silent for %v by the local clock, want %v", got, tc.want)
 			}

@@ -71,11 +71,15 @@ var (
 		Name: "node_lifecycle_partition_freeze",
 		Help: "1 while a partition freeze holds NoExecute tainting, pod NotReady marking and eviction.",
 	})
+	maintenanceHeld = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "node_lifecycle_maintenance_held_nodes",
+		Help: "Number of unreachable or not-ready nodes whose NoExecute taint and evictions a maintenance condition holds.",
+	})
 )
 
 func init() {
 	metrics.Registry.MustRegister(nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
-		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze)
+		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld)
 }
 
 // zoneLabel is a node's zone as a label value.
