@@ -33,6 +33,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/shadow"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/status"
 )
 
@@ -71,6 +72,9 @@ func run(args []string) error {
 	if len(args) > 0 && args[0] == "status" {
 		return runStatus(args[1:], os.Stdout)
 	}
+	if len(args) > 0 && args[0] == "compare" {
+		return runCompare(args[1:], os.Stdout)
+	}
 	opts := cmdline.Default()
 
 	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
@@ -78,7 +82,8 @@ func run(args []string) error {
 	opts.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller [flags]\n"+
-			"       node-lifecycle-controller status [flags]   (see status --help)\n\n"+
+			"       node-lifecycle-controller status [flags]   (see status --help)\n"+
+			"       node-lifecycle-controller compare [flags]  (see compare --help)\n\n"+
 			"Judges node health from Lease and status heartbeats and marks silent nodes Unknown\n"+
 			"at their grace deadline. Flag names and defaults are kube-controller-manager's; its\n"+
 			"other flags are accepted and logged as having no effect, or refused when their value\n"+
@@ -292,4 +297,60 @@ func runStatus(args []string, out io.Writer) error {
 		return status.WriteJSON(out, report)
 	}
 	return status.WriteText(out, report)
+}
+
+// runCompare is the compare subcommand: what a dry run (--dry-run) would
+// have done, against what the controller that decides did.
+func runCompare(args []string, out io.Writer) error {
+	fs := pflag.NewFlagSet("node-lifecycle-controller compare", pflag.ContinueOnError)
+	fs.SortFlags = false
+	output := fs.StringP("output", "o", "text", "Output format: text or json.")
+	opts := cmdline.Default()
+	fs.StringVar(&opts.DryRunRecord, "dry-run-record", opts.DryRunRecord,
+		"The ConfigMap, as namespace/name, the dry run keeps its record in.")
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; empty means the default chain.")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: node-lifecycle-controller compare [flags]\n\n"+
+			"Shows what a controller run with --dry-run would have done against what the controller\n"+
+			"that decides did, from the dry run's record: for each node either marked, when each marked\n"+
+			"it and which was earlier; for each NoExecute taint and pod eviction, whether the dry run\n"+
+			"made it too, when, or held it back and why (partition freeze, every zone down, a pool's\n"+
+			"hold, maintenance).\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return configError{err}
+	}
+	if *output != "text" && *output != "json" {
+		return configError{fmt.Errorf("invalid --output=%s: must be text or json", *output)}
+	}
+	if fs.NArg() > 0 {
+		return configError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	ns, name, err := opts.DryRunRecordKey()
+	if err != nil {
+		return configError{err}
+	}
+	cfg, err := restConfig("", opts.Kubeconfig)
+	if err != nil {
+		return configError{err}
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
+	defer cancel()
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	stored, err := shadow.Load(ctx, c, key)
+	if err != nil {
+		return err
+	}
+	report := shadow.Compare(key.String(), stored)
+	if *output == "json" {
+		return shadow.WriteJSON(out, report)
+	}
+	return shadow.WriteText(out, report)
 }

@@ -98,6 +98,10 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (c
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("controllers: %w", err)
 	}
+	if opts.DryRun && mgrOpts.LeaderElection {
+		// A dry run beside a real replica must never take its lease.
+		mgrOpts.LeaderElectionID = DryRunLeaseName(mgrOpts.LeaderElectionID)
+	}
 	mgrOpts.Cache = MergeCacheOptions(mgrOpts.Cache)
 	if err := checkCache(mgrOpts.Cache); err != nil {
 		return nil, fmt.Errorf("controllers: %w", err)
@@ -119,8 +123,14 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (c
 	return mgr, nil
 }
 
+// DryRunLeaseName is the leader election lease a dry run (options.DryRun)
+// takes in place of the one named: replicas in a dry run elect a leader
+// among themselves, and never take the lease of replicas that write.
+func DryRunLeaseName(name string) string { return name + "-dry-run" }
+
 // SetupWithManager adds the node lifecycle controllers to mgr, a manager
-// built elsewhere, whose cache must hold what MergeCacheOptions adds.
+// built elsewhere, whose cache must hold what MergeCacheOptions adds. With
+// opts.DryRun, the caller gives mgr a lease of its own (DryRunLeaseName).
 //
 // It cannot watch the requests of a manager it did not build, so it learns
 // what NewManager learns from them from a probe of the apiserver's /readyz

@@ -77,6 +77,9 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	timeout := opts.ReconcileTimeoutOrDefault()
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if opts.DryRun {
+			return nil
+		}
 		return EnsureLeaseNamespace(ctx, mgr.GetAPIReader(), mgr.GetClient())
 	})); err != nil {
 		return fmt.Errorf("add lease namespace check: %w", err)
@@ -100,15 +103,19 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	if err != nil {
 		return err
 	}
+	w, err := newWriters(mgr, opts, upstream, guard, clk)
+	if err != nil {
+		return err
+	}
 	var deadlines clock.PassiveClock = clk
 	if s.Clock != nil {
 		deadlines = s.Clock
 	}
 	r := &nodehealth.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
+		Client:    w.client,
+		APIReader: w.apiReader,
 		Clock:     clk,
-		Recorder:  upstream.For(nodehealth.EventSource),
+		Recorder:  w.recorder(nodehealth.EventSource),
 		Tracker:   health.NewTracker(),
 		Grace:     defaults.Grace,
 		Guard:     guard,
@@ -135,9 +142,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		return fmt.Errorf("set up node health controller: %w", err)
 	}
 	pe := &podeviction.Reconciler{
-		Client:             mgr.GetClient(),
+		Client:             w.client,
 		Clock:              deadlines,
-		Recorder:           upstream.For(podeviction.EventSource),
+		Recorder:           w.recorder(podeviction.EventSource),
+		Nudges:             w.nudges(),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,
@@ -151,11 +159,11 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	if source != nil {
 		st := &nodehealthpolicy.Reconciler{
-			Client:       mgr.GetClient(),
+			Client:       w.client,
 			Source:       source,
 			Guard:        guard,
 			Clock:        clk,
-			Recorder:     mgr.GetEventRecorder(nodehealthpolicy.ControllerName),
+			Recorder:     w.policyRecorder(mgr, nodehealthpolicy.ControllerName),
 			ResyncPeriod: opts.NodeMonitorPeriod,
 
 			ReconcileTimeout: timeout,

@@ -12,9 +12,11 @@ package options
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 )
 
@@ -37,6 +39,10 @@ const (
 // reboot or a hardware swap, short enough that a node whose maintenance
 // went wrong is dealt with the same working hour.
 const DefaultMaintenanceGracePeriod = time.Hour
+
+// DefaultDryRunRecord is the ConfigMap a dry run keeps its comparison in,
+// and emits its events on.
+const DefaultDryRunRecord = "kube-system/node-lifecycle-controller-dry-run"
 
 // DefaultReconcileTimeout bounds a reconcile of Options that set none. A
 // reconcile sends a few requests, or one per pod of a node, at most 16 at
@@ -91,6 +97,16 @@ type Options struct {
 	// the conditions were not there, as kube-controller-manager judges it.
 	MaintenanceGracePeriod time.Duration
 
+	// DryRun runs the controllers beside the controller that decides,
+	// kube-controller-manager's most often, writing nothing to Nodes or
+	// Pods: they judge, guard and count down as they would, and record what
+	// they would have done, and where the other controller did otherwise,
+	// in the DryRunRecord ConfigMap, on which their events are emitted.
+	DryRun bool
+	// DryRunRecord is the ConfigMap, as namespace/name, a dry run keeps its
+	// record in.
+	DryRunRecord string
+
 	// ReconcileTimeout bounds each reconcile, and so every request it sends
 	// to the apiserver: a request stuck on a connection that stopped
 	// forwarding (a half-open TCP connection, a proxy that hangs) fails
@@ -116,6 +132,7 @@ func Default() Options {
 		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
 		PartitionFreezeThreshold:  DefaultPartitionFreezeThreshold,
 		MaintenanceGracePeriod:    DefaultMaintenanceGracePeriod,
+		DryRunRecord:              DefaultDryRunRecord,
 		ReconcileTimeout:          DefaultReconcileTimeout,
 	}
 }
@@ -155,6 +172,28 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"unreachable or not ready before it is tainted NoExecute, counted from the later of the condition turning "+
 			"True and the node ceasing to be Ready. Until then it is marked and tainted NoSchedule, its pods marked "+
 			"NotReady, and it counts towards no zone, pool breaker or partition freeze. 0 turns this off.")
+	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
+		"Write nothing to Nodes or Pods: judge, guard and count down as usual beside the controller that decides, "+
+			"and record what would have been done, and where that controller did otherwise, in --dry-run-record "+
+			"(read it with the compare command). Leader election takes the lease named by "+
+			"--leader-elect-resource-name with -dry-run appended, never the real one.")
+	fs.StringVar(&o.DryRunRecord, "dry-run-record", o.DryRunRecord,
+		"The ConfigMap, as namespace/name, a dry run keeps its comparison in and emits its events on.")
+}
+
+// DryRunRecordKey returns DryRunRecord split into its namespace and name.
+func (o *Options) DryRunRecordKey() (namespace, name string, err error) {
+	ns, n, ok := strings.Cut(o.DryRunRecord, "/")
+	if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+		return "", "", fmt.Errorf("invalid --dry-run-record=%s: must be namespace/name", o.DryRunRecord)
+	}
+	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+		return "", "", fmt.Errorf("invalid --dry-run-record=%s: namespace: %s", o.DryRunRecord, msgs[0])
+	}
+	if msgs := validation.IsDNS1123Subdomain(n); len(msgs) > 0 {
+		return "", "", fmt.Errorf("invalid --dry-run-record=%s: name: %s", o.DryRunRecord, msgs[0])
+	}
+	return ns, n, nil
 }
 
 // FreezeCooldown returns the partition freeze cooldown, with 0 resolved to
@@ -222,6 +261,11 @@ func (o *Options) Validate() error {
 	}
 	if o.MaintenanceGracePeriod < 0 {
 		bad("maintenance-grace-period", o.MaintenanceGracePeriod, "must not be negative")
+	}
+	if o.DryRun {
+		if _, _, err := o.DryRunRecordKey(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.ReconcileTimeout < 0 {
 		errs = append(errs, fmt.Errorf("invalid ReconcileTimeout=%v: must not be negative", o.ReconcileTimeout))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
@@ -63,6 +64,9 @@ type Reconciler struct {
 	// sends: a request stuck on a dead connection fails and is retried
 	// instead of holding a worker for good. 0 means none.
 	ReconcileTimeout time.Duration
+	// Nudges, when set, sends nodes to look at again whose NoExecute taints
+	// changed where no watch shows it: in a dry run (package shadow).
+	Nudges <-chan event.TypedGenericEvent[*corev1.Node]
 
 	pending pendingCounts
 	// untimed remembers when a NoExecute taint without timeAdded was first

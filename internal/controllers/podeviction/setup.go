@@ -32,6 +32,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
+	if r.Nudges != nil {
+		b = b.WatchesRawSource(source.Channel(r.Nudges, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
+	}
 	if r.Policies != nil {
 		// A policy change can move the deadlines of pods on tainted nodes.
 		b = b.WatchesRawSource(r.Policies.Nodes(hasNoExecute))

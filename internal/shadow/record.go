@@ -1,0 +1,284 @@
+package shadow
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// MaxEpisodes bounds the Record: the oldest closed episodes are dropped
+// first, so that it fits in one ConfigMap.
+const MaxEpisodes = 1000
+
+// maxPodsListed bounds the pod names an episode lists per side.
+const maxPodsListed = 10
+
+// Side is what one controller did to a node during an episode.
+type Side struct {
+	// Marked is when it marked the node Unknown.
+	Marked *time.Time `json:"marked,omitempty"`
+	// NoExecute is the NoExecute taint it added, and NoExecuteAdded when.
+	NoExecute      string     `json:"noExecute,omitempty"`
+	NoExecuteAdded *time.Time `json:"noExecuteAdded,omitempty"`
+	// Evicted counts the pods it deleted; FirstEviction is the earliest,
+	// Pods names some of them.
+	Evicted       int        `json:"evicted,omitempty"`
+	FirstEviction *time.Time `json:"firstEviction,omitempty"`
+	Pods          []string   `json:"pods,omitempty"`
+}
+
+// Episode is one node's time away from health, from the first action of
+// either controller until the node is Ready again, as both saw it.
+type Episode struct {
+	Node string `json:"node"`
+	// Ours is what this controller would have done, Upstream what the
+	// controller that decides did.
+	Ours     Side `json:"ours"`
+	Upstream Side `json:"upstream"`
+	// NoExecuteHeld is why this controller held the NoExecute taint back
+	// when the other added it, "" if it did not.
+	NoExecuteHeld string `json:"noExecuteHeld,omitempty"`
+	// EvictionsHeld is why this controller held evictions back when the
+	// other evicted, "" if it did not.
+	EvictionsHeld string `json:"evictionsHeld,omitempty"`
+	// Ended is when the node was seen Ready again, nil while it is not.
+	Ended *time.Time `json:"ended,omitempty"`
+
+	// evicted are the pods the other controller evicted; unhealthy is
+	// whether the node, as the other controller left it, is not Ready or
+	// carries a lifecycle NoExecute taint.
+	evicted   map[string]bool
+	unhealthy bool
+}
+
+// Record is the comparison a dry run keeps: one Episode per node and fault,
+// the open ones and the latest closed ones.
+type Record struct {
+	mu       sync.Mutex
+	episodes []*Episode
+	open     map[string]*Episode
+	changed  bool
+}
+
+// NewRecord returns an empty Record.
+func NewRecord() *Record { return &Record{open: map[string]*Episode{}} }
+
+// episode returns the node's open episode, opening one when it has none.
+// The caller holds mu.
+func (r *Record) episode(node string) *Episode {
+	if e := r.open[node]; e != nil {
+		return e
+	}
+	e := &Episode{Node: node}
+	r.open[node] = e
+	r.episodes = append(r.episodes, e)
+	r.trim()
+	return e
+}
+
+// trim drops the oldest ended episodes beyond MaxEpisodes.
+func (r *Record) trim() {
+	for len(r.episodes) > MaxEpisodes {
+		i := slices.IndexFunc(r.episodes, func(e *Episode) bool { return e.Ended != nil })
+		if i < 0 {
+			return
+		}
+		r.episodes = slices.Delete(r.episodes, i, i+1)
+	}
+}
+
+// update applies fn to the node's open episode, opening one if open is
+// true; without one and with open false, fn is not called.
+func (r *Record) update(node string, open bool, fn func(*Episode)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.open[node]
+	if e == nil && !open {
+		return
+	}
+	if e == nil {
+		e = r.episode(node)
+	}
+	fn(e)
+	r.changed = true
+}
+
+// Marked records a side's mark of the node at the given time; a mark seen
+// again is not moved.
+func (r *Record) Marked(node string, ours bool, at time.Time) {
+	r.update(node, true, func(e *Episode) {
+		s := e.side(ours)
+		if s.Marked == nil {
+			s.Marked = &at
+		}
+	})
+}
+
+// Tainted records a side's NoExecute taint on the node. held is why ours
+// held it back, for an upstream taint that ours has not made.
+func (r *Record) Tainted(node string, ours bool, key string, added time.Time, held string) {
+	r.update(node, true, func(e *Episode) {
+		s := e.side(ours)
+		if s.NoExecute == "" {
+			s.NoExecute, s.NoExecuteAdded = key, &added
+		}
+		if !ours && e.Ours.NoExecute == "" && e.NoExecuteHeld == "" {
+			e.NoExecuteHeld = held
+		}
+	})
+}
+
+// Evicted records a side's eviction of a pod of the node. held is why ours
+// held evictions back, for an upstream eviction ours has not made.
+func (r *Record) Evicted(node string, ours bool, pod string, at time.Time, held string) {
+	r.update(node, true, func(e *Episode) {
+		s := e.side(ours)
+		if !ours {
+			if e.evicted[pod] {
+				return
+			}
+			if e.evicted == nil {
+				e.evicted = map[string]bool{}
+			}
+			e.evicted[pod] = true
+		}
+		s.Evicted++
+		if s.FirstEviction == nil || at.Before(*s.FirstEviction) {
+			s.FirstEviction = &at
+		}
+		if len(s.Pods) < maxPodsListed {
+			s.Pods = append(s.Pods, pod)
+		}
+		if !ours && held != "" && e.EvictionsHeld == "" {
+			e.EvictionsHeld = held
+		}
+	})
+}
+
+// UpstreamHealth records whether the node, as the other controller left it,
+// is Ready without a lifecycle NoExecute taint.
+func (r *Record) UpstreamHealth(node string, healthy bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.open[node]; e != nil {
+		e.unhealthy = !healthy
+	}
+}
+
+// Recovered ends the node's open episode, once this controller has left it
+// Ready without a lifecycle NoExecute taint: it ends only if the other
+// controller has too.
+func (r *Record) Recovered(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.open[node]; e != nil && !e.unhealthy {
+		e.Ended = &at
+		delete(r.open, node)
+		r.changed = true
+	}
+}
+
+// Gone ends the episode of a node that was deleted.
+func (r *Record) Gone(node string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.open[node]; e != nil {
+		e.Ended = &at
+		delete(r.open, node)
+		r.changed = true
+	}
+}
+
+func (e *Episode) side(ours bool) *Side {
+	if ours {
+		return &e.Ours
+	}
+	return &e.Upstream
+}
+
+// Episodes returns a copy of the episodes, oldest first, and whether they
+// changed since the last call that asked to reset.
+func (r *Record) Episodes(reset bool) ([]Episode, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Episode, len(r.episodes))
+	for i, e := range r.episodes {
+		out[i] = *e
+		out[i].evicted = nil
+		out[i].Ours.Pods = slices.Clone(e.Ours.Pods)
+		out[i].Upstream.Pods = slices.Clone(e.Upstream.Pods)
+	}
+	changed := r.changed
+	if reset {
+		r.changed = false
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].start().Before(out[j].start()) })
+	return out, changed
+}
+
+// start is the episode's first action on either side.
+func (e *Episode) start() time.Time {
+	var first time.Time
+	for _, t := range []*time.Time{e.Ours.Marked, e.Upstream.Marked, e.Ours.NoExecuteAdded,
+		e.Upstream.NoExecuteAdded, e.Ours.FirstEviction, e.Upstream.FirstEviction} {
+		if t != nil && (first.IsZero() || t.Before(first)) {
+			first = *t
+		}
+	}
+	return first
+}
+
+// hasMark reports whether the node's open episode holds a side's mark.
+func (r *Record) hasMark(node string, ours bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.open[node]
+	return e != nil && e.side(ours).Marked != nil
+}
+
+// hasTaint reports whether the node's open episode holds a side's NoExecute
+// taint.
+func (r *Record) hasTaint(node string, ours bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.open[node]
+	return e != nil && e.side(ours).NoExecute != ""
+}
+
+// hasPod reports whether the node's open episode counts the pod as evicted
+// by the other controller.
+func (r *Record) hasPod(node, pod string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.open[node]
+	return e != nil && e.evicted[pod]
+}
+
+// Restore adds episodes an earlier run kept before the Record's own; an
+// open one stays open unless this run has opened one for its node.
+func (r *Record) Restore(episodes []Episode) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	restored := make([]*Episode, 0, len(episodes)+len(r.episodes))
+	for i := range episodes {
+		e := episodes[i]
+		if e.Ended == nil {
+			if r.open[e.Node] != nil {
+				continue
+			}
+			r.open[e.Node] = &e
+		}
+		restored = append(restored, &e)
+	}
+	r.episodes = append(restored, r.episodes...)
+	r.trim()
+}
+
+// touch marks the Record changed, so that a write that failed is tried
+// again.
+func (r *Record) touch() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changed = true
+}

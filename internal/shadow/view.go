@@ -1,0 +1,293 @@
+package shadow
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
+)
+
+// View holds what the dry-run controllers would have written, and shows
+// Nodes and Pods with it in place of what another controller wrote.
+type View struct {
+	mu    sync.Mutex
+	nodes map[string]*nodeView
+	pods  map[types.UID]podView
+}
+
+// nodeView is a node's lifecycle state as the dry run would have left it.
+type nodeView struct {
+	uid types.UID
+	// conds are the conditions a node lifecycle controller writes.
+	conds []corev1.NodeCondition
+	// basis is the heartbeat of the Ready condition the kubelet last
+	// posted, as conds were taken from it: a later post replaces them, as
+	// the kubelet's write would replace a mark.
+	basis metav1.Time
+	// taints are the taints a node lifecycle controller owns.
+	taints []corev1.Taint
+}
+
+// podView is what the dry run would have written to a pod.
+type podView struct {
+	node     string
+	notReady time.Time // marked Ready=False
+	deleted  time.Time // deleted
+}
+
+// NewView returns an empty View: every object is first seen as the cluster
+// holds it.
+func NewView() *View {
+	return &View{nodes: map[string]*nodeView{}, pods: map[types.UID]podView{}}
+}
+
+// lifecycleConditions are the node conditions a node lifecycle controller
+// writes (it marks them Unknown); the others are their writers' alone.
+var lifecycleConditions = []corev1.NodeConditionType{
+	corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure,
+}
+
+// ownedTaint reports whether a node lifecycle controller owns the taint: a
+// NoSchedule taint it keeps in line with the node's conditions, or an
+// unreachable or not-ready NoExecute taint.
+func ownedTaint(t *corev1.Taint) bool {
+	if taints.Owned(t) {
+		return true
+	}
+	return t.Effect == corev1.TaintEffectNoExecute &&
+		(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)
+}
+
+// markedByController reports whether a Ready condition was written by a node
+// lifecycle controller's mark rather than posted by the kubelet.
+func markedByController(c *corev1.NodeCondition) bool {
+	return c != nil && c.Status == corev1.ConditionUnknown &&
+		(c.Reason == health.ReasonUnknown || c.Reason == health.ReasonNeverUpdated)
+}
+
+// ShowNode replaces, in node, what another controller wrote with what the
+// dry run would have: the lifecycle conditions since the kubelet's last
+// post, and the owned taints. A node seen for the first time, or made again
+// under its name, is taken as it is.
+func (v *View) ShowNode(node *corev1.Node) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	nv := v.nodes[node.Name]
+	if nv == nil || nv.uid != node.UID {
+		nv = &nodeView{uid: node.UID}
+		nv.takeConditions(node)
+		nv.taints = filterTaints(node.Spec.Taints, true)
+		v.nodes[node.Name] = nv
+	} else if ready := health.ReadyCondition(node); ready != nil && !markedByController(ready) &&
+		!ready.LastHeartbeatTime.Equal(&nv.basis) {
+		nv.takeConditions(node)
+	}
+	node.Status.Conditions = withConditions(node.Status.Conditions, nv.conds)
+	node.Spec.Taints = append(filterTaints(node.Spec.Taints, false), deepCopyTaints(nv.taints)...)
+}
+
+// takeConditions takes the node's lifecycle conditions as the kubelet left
+// them.
+func (nv *nodeView) takeConditions(node *corev1.Node) {
+	nv.conds = nv.conds[:0]
+	for _, c := range node.Status.Conditions {
+		if slices.Contains(lifecycleConditions, c.Type) {
+			nv.conds = append(nv.conds, *c.DeepCopy())
+		}
+	}
+	nv.basis = metav1.Time{}
+	if ready := health.ReadyCondition(node); ready != nil {
+		nv.basis = ready.LastHeartbeatTime
+	}
+}
+
+// withConditions returns conds with its lifecycle conditions replaced by
+// those of want, keeping the others in place.
+func withConditions(conds, want []corev1.NodeCondition) []corev1.NodeCondition {
+	out := make([]corev1.NodeCondition, 0, len(conds)+len(want))
+	for _, c := range conds {
+		if !slices.Contains(lifecycleConditions, c.Type) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range want {
+		out = append(out, *c.DeepCopy())
+	}
+	return out
+}
+
+// filterTaints returns the owned taints (owned true) or the others.
+func filterTaints(in []corev1.Taint, owned bool) []corev1.Taint {
+	var out []corev1.Taint
+	for i := range in {
+		if ownedTaint(&in[i]) == owned {
+			out = append(out, *in[i].DeepCopy())
+		}
+	}
+	return out
+}
+
+func deepCopyTaints(in []corev1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// NodeWritten takes the node as the dry run would have written it, its
+// status (status true) or its spec, and returns the node's lifecycle state
+// before and after.
+func (v *View) NodeWritten(node *corev1.Node, status bool) (before, after NodeState) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	nv := v.nodes[node.Name]
+	if nv == nil || nv.uid != node.UID {
+		// Written without being read through the view: take it whole.
+		nv = &nodeView{uid: node.UID}
+		nv.takeConditions(node)
+		nv.taints = filterTaints(node.Spec.Taints, true)
+		v.nodes[node.Name] = nv
+	}
+	before = nv.state()
+	if status {
+		basis := nv.basis
+		nv.takeConditions(node)
+		nv.basis = basis
+	} else {
+		nv.taints = filterTaints(node.Spec.Taints, true)
+	}
+	return before, nv.state()
+}
+
+// Node returns the node's lifecycle state as the dry run holds it, and
+// whether it has seen the node.
+func (v *View) Node(name string) (NodeState, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	nv := v.nodes[name]
+	if nv == nil {
+		return NodeState{}, false
+	}
+	return nv.state(), true
+}
+
+// ForgetNode drops a deleted node.
+func (v *View) ForgetNode(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.nodes, name)
+	for uid, p := range v.pods {
+		if p.node == name {
+			delete(v.pods, uid)
+		}
+	}
+}
+
+// NodeState is a node's lifecycle state as one controller holds it.
+type NodeState struct {
+	// Marked is when the node's Ready condition was marked Unknown, zero
+	// when it is not.
+	Marked time.Time
+	// NoExecute is the node lifecycle NoExecute taint, "" for none.
+	NoExecute string
+	// NoExecuteAdded is the taint's timeAdded.
+	NoExecuteAdded time.Time
+}
+
+func (nv *nodeView) state() NodeState {
+	var s NodeState
+	for i := range nv.conds {
+		if c := &nv.conds[i]; c.Type == corev1.NodeReady && markedByController(c) {
+			s.Marked = c.LastTransitionTime.Time
+		}
+	}
+	s.NoExecute, s.NoExecuteAdded = lifecycleNoExecute(nv.taints)
+	return s
+}
+
+// lifecycleNoExecute returns the unreachable or not-ready NoExecute taint
+// among taints, and its timeAdded.
+func lifecycleNoExecute(ts []corev1.Taint) (string, time.Time) {
+	for _, t := range ts {
+		if t.Effect == corev1.TaintEffectNoExecute &&
+			(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) {
+			var at time.Time
+			if t.TimeAdded != nil {
+				at = t.TimeAdded.Time
+			}
+			return t.Key, at
+		}
+	}
+	return "", time.Time{}
+}
+
+// ShowPod shows a pod the dry run marked NotReady as NotReady, and one it
+// deleted as deleting.
+func (v *View) ShowPod(pod *corev1.Pod) {
+	v.mu.Lock()
+	p, ok := v.pods[pod.UID]
+	v.mu.Unlock()
+	if !ok {
+		return
+	}
+	if !p.notReady.IsZero() {
+		for i := range pod.Status.Conditions {
+			if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				c.Status = corev1.ConditionFalse
+				c.LastTransitionTime = metav1.NewTime(p.notReady)
+			}
+		}
+	}
+	if !p.deleted.IsZero() && pod.DeletionTimestamp == nil {
+		pod.DeletionTimestamp = &metav1.Time{Time: p.deleted}
+	}
+}
+
+// PodMarkedNotReady records that the dry run marked the pod NotReady, and
+// reports whether it had not before.
+func (v *View) PodMarkedNotReady(pod *corev1.Pod, at time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := v.pods[pod.UID]
+	if !p.notReady.IsZero() {
+		return false
+	}
+	p.node, p.notReady = pod.Spec.NodeName, at
+	v.pods[pod.UID] = p
+	return true
+}
+
+// PodDeleted records that the dry run deleted the pod, and reports whether
+// it had not before.
+func (v *View) PodDeleted(pod *corev1.Pod, at time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := v.pods[pod.UID]
+	if !p.deleted.IsZero() {
+		return false
+	}
+	p.node, p.deleted = pod.Spec.NodeName, at
+	v.pods[pod.UID] = p
+	return true
+}
+
+// PodDeletedAt returns when the dry run deleted the pod, zero if it did not.
+func (v *View) PodDeletedAt(uid types.UID) time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pods[uid].deleted
+}
+
+// ForgetPod drops a pod that is gone.
+func (v *View) ForgetPod(uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.pods, uid)
+}

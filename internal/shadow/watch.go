@@ -1,0 +1,155 @@
+package shadow
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+)
+
+// disruptionReason is the reason of the DisruptionTarget condition a taint
+// eviction sets on a pod before deleting it, kube-controller-manager's and
+// this controller's alike.
+const disruptionReason = "DeletionByTaintManager"
+
+// Watch records what the controller that decides does to Nodes and Pods,
+// as the informers of c show it. It runs until ctx ends.
+func (s *Shadow) Watch(ctx context.Context, c cache.Informers) error {
+	nodes, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+	pods, err := c.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	nh, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.observeNode(ctx, obj) },
+		UpdateFunc: func(_, obj any) { s.observeNode(ctx, obj) },
+		DeleteFunc: func(obj any) { s.nodeGone(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch nodes: %w", err)
+	}
+	ph, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.observePod(ctx, obj, false) },
+		UpdateFunc: func(_, obj any) { s.observePod(ctx, obj, false) },
+		DeleteFunc: func(obj any) { s.observePod(ctx, obj, true) },
+	})
+	if err != nil {
+		_ = nodes.RemoveEventHandler(nh)
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	log.Info("Dry run: comparing with the controller that decides")
+	<-ctx.Done()
+	_ = nodes.RemoveEventHandler(nh)
+	_ = pods.RemoveEventHandler(ph)
+	return nil
+}
+
+// observeNode records the other controller's mark and NoExecute taint of a
+// node, and ends the node's episode once it is healthy on both sides.
+func (s *Shadow) observeNode(ctx context.Context, obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	now := s.Clock.Now()
+	ours, _ := s.View.Node(node.Name)
+	ready := health.ReadyCondition(node)
+	if markedByController(ready) {
+		first := !s.Record.hasMark(node.Name, false)
+		s.Record.Marked(node.Name, false, ready.LastTransitionTime.Time)
+		if first {
+			upstreamActions.WithLabelValues(ActionMark).Inc()
+		}
+	}
+	if key, added := lifecycleNoExecute(node.Spec.Taints); key != "" {
+		held := ""
+		if ours.NoExecute == "" {
+			held = s.holdOf(node.Name)
+		}
+		if !s.Record.hasTaint(node.Name, false) {
+			upstreamActions.WithLabelValues(ActionTaint).Inc()
+			if held != "" {
+				differences.WithLabelValues(ActionTaint, held).Inc()
+			}
+			ctrl.LoggerFrom(ctx).Info("Dry run: the controller that decides tainted a node NoExecute",
+				"Node", node.Name, "taint", key, "heldHere", held, "taintedHere", ours.NoExecute != "")
+		}
+		s.Record.Tainted(node.Name, false, key, added, held)
+		s.Record.UpstreamHealth(node.Name, false)
+		return
+	}
+	healthy := ready != nil && ready.Status == corev1.ConditionTrue
+	s.Record.UpstreamHealth(node.Name, healthy)
+	if healthy && ours.Marked.IsZero() && ours.NoExecute == "" {
+		s.Record.Recovered(node.Name, now)
+	}
+}
+
+// nodeGone ends a deleted node's episode and forgets it.
+func (s *Shadow) nodeGone(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	s.Record.Gone(node.Name, s.Clock.Now())
+	s.View.ForgetNode(node.Name)
+}
+
+// observePod records a pod the other controller evicted: one deleting, or
+// gone, with the DisruptionTarget condition of a taint eviction that this
+// dry run did not make.
+func (s *Shadow) observePod(ctx context.Context, obj any, gone bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	defer func() {
+		if gone {
+			s.View.ForgetPod(pod.UID)
+		}
+	}()
+	if pod.Spec.NodeName == "" || (pod.DeletionTimestamp == nil && !gone) || !evictedByTaint(pod) {
+		return
+	}
+	if !s.View.PodDeletedAt(pod.UID).IsZero() {
+		return
+	}
+	name := pod.Namespace + "/" + pod.Name
+	if s.Record.hasPod(pod.Spec.NodeName, name) {
+		return
+	}
+	held := s.evictionHoldOf(pod.Spec.NodeName)
+	upstreamActions.WithLabelValues(ActionEvict).Inc()
+	if held != "" {
+		differences.WithLabelValues(ActionEvict, held).Inc()
+	}
+	ctrl.LoggerFrom(ctx).Info("Dry run: the controller that decides evicted a pod",
+		"Pod", name, "Node", pod.Spec.NodeName, "heldHere", held)
+	s.Record.Evicted(pod.Spec.NodeName, false, name, s.Clock.Now(), held)
+}
+
+// evictedByTaint reports whether the pod carries the DisruptionTarget
+// condition of a taint eviction.
+func evictedByTaint(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == disruptionReason {
+			return true
+		}
+	}
+	return false
+}

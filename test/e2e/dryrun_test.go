@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	internalctrl "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/shadow"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
+)
+
+// The timings both controllers run with beside each other: kube-controller-
+// manager takes no grace below its monitor period's granularity, so these
+// are a little longer than the suite's.
+const (
+	sideGrace   = 4 * time.Second
+	sidePeriod  = time.Second
+	sideStartup = 5 * time.Second
+	sideRecord  = "default/nlc-dry-run"
+	// sideUserAgent names the dry run's requests, and so its field
+	// manager, apart from the fleet's in the same process.
+	sideUserAgent = "node-lifecycle-controller-dry-run-e2e"
+)
+
+// sideBySide is a control plane of its own with kube-controller-manager's
+// node lifecycle and taint eviction controllers deciding, and this
+// controller in a dry run beside them.
+type sideBySide struct {
+	cfg        *rest.Config
+	k8s        client.Client
+	kubeconfig string
+}
+
+// startSideBySide starts the control plane, kube-controller-manager and the
+// dry run, contending for the leader election Lease "nlc".
+func startSideBySide() *sideBySide {
+	GinkgoHelper()
+	env := harness.NewEnvironment(os.Getenv("KUBEBUILDER_ASSETS"))
+	env.CRDDirectoryPaths = []string{filepath.Join("..", "..", "config", "crd", "bases")}
+	restCfg, err := harness.StartControlPlane(env)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+	c, err := client.New(restCfg, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	dir := GinkgoT().TempDir()
+	s := &sideBySide{cfg: restCfg, k8s: c, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	Expect(harness.WriteKubeconfig(env, "admin", s.kubeconfig)).To(Succeed())
+
+	kcmConfig := filepath.Join(dir, "kcm.kubeconfig")
+	Expect(harness.WriteKubeconfig(env, "kube-controller-manager", kcmConfig)).To(Succeed())
+	addr, err := harness.FreeLocalAddr()
+	Expect(err).NotTo(HaveOccurred())
+	host, port, _ := strings.Cut(addr, ":")
+	kcm, err := harness.StartProcess(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager"), []string{
+		"--kubeconfig=" + kcmConfig,
+		"--controllers=node-lifecycle-controller,taint-eviction-controller",
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--node-monitor-grace-period=" + sideGrace.String(),
+		"--node-monitor-period=" + sidePeriod.String(),
+		"--node-startup-grace-period=" + sideStartup.String(),
+		"--node-eviction-rate=10",
+		"--bind-address=" + host,
+		"--secure-port=" + port,
+		"--cert-dir=" + filepath.Join(dir, "kcm-serving"),
+		"--authentication-skip-lookup",
+	}, GinkgoWriter)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = kcm.Stop(10 * time.Second) })
+
+	dryCfg := rest.CopyConfig(restCfg)
+	dryCfg.UserAgent = sideUserAgent
+	runManagerOn(dryCfg, func(o *ctrl.Options) {
+		o.LeaderElection = true
+		o.LeaderElectionID = "nlc"
+		o.LeaderElectionNamespace = "default"
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = ptr.To(leaseDuration), ptr.To(renewDeadline), ptr.To(retryPeriod)
+	}, func(o *options.Options) {
+		o.DryRun = true
+		o.DryRunRecord = sideRecord
+		o.NodeMonitorGracePeriod, o.NodeMonitorPeriod, o.NodeStartupGracePeriod = sideGrace, sidePeriod, sideStartup
+		o.NodeEvictionRate = 10
+		o.PodEvictionTimeout = time.Minute // the fleet's pods tolerate the taints for 2s
+	})
+	return s
+}
+
+// compare runs the compare command against the control plane and returns
+// its report.
+func (s *sideBySide) compare(g Gomega, format string) string {
+	cmd := exec.Command(controllerBinary(), "compare", "--kubeconfig="+s.kubeconfig, "--dry-run-record="+sideRecord, "-o", format)
+	out, err := cmd.Output()
+	g.Expect(err).NotTo(HaveOccurred(), "compare: %s", out)
+	return string(out)
+}
+
+// report returns the compare command's JSON report.
+func (s *sideBySide) report(g Gomega) shadow.Report {
+	var r shadow.Report
+	g.Expect(json.Unmarshal([]byte(s.compare(g, "json")), &r)).To(Succeed())
+	return r
+}
+
+// episodeOf returns the node's latest episode in the report.
+func episodeOf(g Gomega, r shadow.Report, node string) shadow.EpisodeReport {
+	for i := len(r.Episodes) - 1; i >= 0; i-- {
+		if r.Episodes[i].Node == node {
+			return r.Episodes[i]
+		}
+	}
+	g.Expect(node).To(BeEmpty(), "no episode of node %s in the record", node)
+	return shadow.EpisodeReport{}
+}
+
+var _ = Describe("A dry run beside kube-controller-manager", Label("upstream"), func() {
+	It("writes nothing, never takes the real lease, and records where the two differ: a dead node both mark, taint and evict, nothing held; a partition upstream evicts through and the dry run freezes", func() {
+		s := startSideBySide()
+		ctx := context.Background()
+		f, err := fleet.Start(ctx, s.cfg, fleet.Options{
+			Nodes: 6, Zones: 2, NamePrefix: "side-" + rand.String(4) + "-", PodsPerNode: 1,
+			LeaseDurationSeconds: 2, NodeStatusUpdateFrequency: time.Second,
+			PodTolerations: []corev1.Toleration{
+				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
+				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(f.Close)
+		nodes := f.Nodes()
+		Eventually(func(g Gomega) {
+			for _, n := range nodes {
+				node := &corev1.Node{}
+				g.Expect(s.k8s.Get(ctx, client.ObjectKey{Name: n}, node)).To(Succeed())
+				g.Expect(fleet.ReadyIs(corev1.ConditionTrue)(node)).To(BeTrue(), "node %s not Ready", n)
+			}
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("the dry run leading on a lease of its own, the real one untouched")
+		Eventually(func(g Gomega) {
+			g.Expect(s.k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: controllers.DryRunLeaseName("nlc")}, &coordinationv1.Lease{})).To(Succeed())
+		}).Should(Succeed())
+		err = s.k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "nlc"}, &coordinationv1.Lease{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the real lease was taken: %v", err)
+
+		By("a node dying: both mark it and taint it, and nothing is held")
+		dead := nodes[1]
+		f.Stop(dead)
+		Eventually(func(g Gomega) {
+			e := episodeOf(g, s.report(g), dead)
+			g.Expect(e.Ours.Marked).NotTo(BeNil())
+			g.Expect(e.Upstream.Marked).NotTo(BeNil())
+			g.Expect(e.Ours.NoExecute).To(Equal(corev1.TaintNodeUnreachable))
+			g.Expect(e.Upstream.NoExecute).To(Equal(corev1.TaintNodeUnreachable))
+			g.Expect(e.Upstream.Evicted).To(Equal(1))
+			// Both count the pod's 2s from their own taint: whichever
+			// deletes first, the dry run held nothing back.
+			g.Expect(e.EvictionsHeld).To(BeEmpty())
+			// Each marks within its monitor period of the deadline; the
+			// apiserver keeps upstream's mark in whole seconds.
+			g.Expect(*e.Ours.Marked).To(BeTemporally("~", *e.Upstream.Marked, sidePeriod+time.Second))
+		}).WithTimeout(sideGrace + 30*time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("most heartbeats lost at once: upstream taints and evicts, the dry run's partition freeze holds")
+		zone0 := f.InZone(f.Zones()[0])
+		lost := append(zone0, nodes[3])
+		f.Stop(lost...)
+		Eventually(func(g Gomega) {
+			r := s.report(g)
+			for _, n := range lost {
+				e := episodeOf(g, r, n)
+				g.Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "upstream has not tainted %s", n)
+				g.Expect(e.Upstream.Evicted).To(Equal(1), "upstream has not evicted from %s", n)
+				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
+				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
+				g.Expect(e.NoExecuteHeld).To(Equal(disruption.HeldFrozen))
+				g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
+			}
+			g.Expect(r.Summary.TaintedUpstreamHeld).To(HaveKeyWithValue(disruption.HeldFrozen, len(lost)))
+		}).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
+		Eventually(func(g Gomega) string { return s.compare(g, "text") }).Should(
+			ContainSubstring("ours held it: " + disruption.HeldFrozen))
+		AddReportEntry("compare", s.compare(Default, "text"))
+
+		By("nothing on any Node or Pod written by the dry run")
+		nodeList := &corev1.NodeList{}
+		Expect(s.k8s.List(ctx, nodeList)).To(Succeed())
+		podList := &corev1.PodList{}
+		Expect(s.k8s.List(ctx, podList)).To(Succeed())
+		var objs []client.Object
+		for i := range nodeList.Items {
+			objs = append(objs, &nodeList.Items[i])
+		}
+		for i := range podList.Items {
+			objs = append(objs, &podList.Items[i])
+		}
+		for _, o := range objs {
+			for _, m := range o.GetManagedFields() {
+				Expect(m.Manager).NotTo(HavePrefix(sideUserAgent), "%T %s written by the dry run", o, o.GetName())
+			}
+		}
+		events := &corev1.EventList{}
+		Expect(s.k8s.List(ctx, events)).To(Succeed())
+		for _, e := range events.Items {
+			if e.Source.Component == internalctrl.DryRunEventSource || e.ReportingController == internalctrl.DryRunEventSource {
+				Expect(e.InvolvedObject.Kind).To(Equal("ConfigMap"), "a dry-run event on %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name)
+			}
+		}
+	})
+})
