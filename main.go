@@ -256,17 +256,8 @@ func runStatus(args []string, out io.Writer) error {
 			"pause or halted zone). Pass the timing flags the controller runs with: nodes no\n"+
 			"NodeHealthPolicy selects follow them.\n\nFlags:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return configError{err}
-	}
-	if *output != "text" && *output != "json" {
-		return configError{fmt.Errorf("invalid --output=%s: must be text or json", *output)}
-	}
-	if fs.NArg() > 0 {
-		return configError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	if err := parseReportFlags(fs, args, output); err != nil {
+		return err
 	}
 	if err := opts.Validate(); err != nil {
 		return configError{err}
@@ -299,6 +290,24 @@ func runStatus(args []string, out io.Writer) error {
 	return status.WriteText(out, report)
 }
 
+// parseReportFlags parses the flags of a subcommand that writes a report,
+// and refuses an --output other than text or json, and any argument left.
+func parseReportFlags(fs *pflag.FlagSet, args []string, output *string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return configError{err}
+	}
+	if *output != "text" && *output != "json" {
+		return configError{fmt.Errorf("invalid --output=%s: must be text or json", *output)}
+	}
+	if fs.NArg() > 0 {
+		return configError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	return nil
+}
+
 // runCompare is the compare subcommand: what a dry run (--dry-run) would
 // have done, against what the controller that decides did.
 func runCompare(args []string, out io.Writer) error {
@@ -317,17 +326,8 @@ func runCompare(args []string, out io.Writer) error {
 			"made it too, when, or held it back and why (partition freeze, every zone down, a pool's\n"+
 			"hold, maintenance).\n\nFlags:\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return configError{err}
-	}
-	if *output != "text" && *output != "json" {
-		return configError{fmt.Errorf("invalid --output=%s: must be text or json", *output)}
-	}
-	if fs.NArg() > 0 {
-		return configError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	if err := parseReportFlags(fs, args, output); err != nil {
+		return err
 	}
 	ns, name, err := opts.DryRunRecordKey()
 	if err != nil {

@@ -45,11 +45,18 @@ type Episode struct {
 	// Ended is when the node was seen Ready again, nil while it is not.
 	Ended *time.Time `json:"ended,omitempty"`
 
-	// evicted are the pods the other controller evicted; unhealthy is
-	// whether the node, as the other controller left it, is not Ready or
-	// carries a lifecycle NoExecute taint.
-	evicted   map[string]bool
+	// evicted are the pods each side evicted, by side and name, so that
+	// none is counted twice; unhealthy is whether the node, as the other
+	// controller left it, is not Ready or carries a lifecycle NoExecute
+	// taint.
+	evicted   map[evictedPod]bool
 	unhealthy bool
+}
+
+// evictedPod is a pod evicted by one side.
+type evictedPod struct {
+	ours bool
+	pod  string
 }
 
 // Record is the comparison a dry run keeps: one Episode per node and fault,
@@ -133,22 +140,8 @@ func (r *Record) Tainted(node string, ours bool, key string, added time.Time, he
 // held evictions back, for an upstream eviction ours has not made.
 func (r *Record) Evicted(node string, ours bool, pod string, at time.Time, held string) {
 	r.update(node, true, func(e *Episode) {
-		s := e.side(ours)
-		if !ours {
-			if e.evicted[pod] {
-				return
-			}
-			if e.evicted == nil {
-				e.evicted = map[string]bool{}
-			}
-			e.evicted[pod] = true
-		}
-		s.Evicted++
-		if s.FirstEviction == nil || at.Before(*s.FirstEviction) {
-			s.FirstEviction = &at
-		}
-		if len(s.Pods) < maxPodsListed {
-			s.Pods = append(s.Pods, pod)
+		if !e.addEviction(ours, pod, at) {
+			return
 		}
 		if !ours && held != "" && e.EvictionsHeld == "" {
 			e.EvictionsHeld = held
@@ -188,6 +181,67 @@ func (r *Record) Gone(node string, at time.Time) {
 		delete(r.open, node)
 		r.changed = true
 	}
+}
+
+// addEviction counts a side's eviction of a pod, and reports whether it was
+// not counted before.
+func (e *Episode) addEviction(ours bool, pod string, at time.Time) bool {
+	k := evictedPod{ours, pod}
+	if e.evicted[k] {
+		return false
+	}
+	if e.evicted == nil {
+		e.evicted = map[evictedPod]bool{}
+	}
+	e.evicted[k] = true
+	s := e.side(ours)
+	s.Evicted++
+	if s.FirstEviction == nil || at.Before(*s.FirstEviction) {
+		s.FirstEviction = &at
+	}
+	if len(s.Pods) < maxPodsListed {
+		s.Pods = append(s.Pods, pod)
+	}
+	return true
+}
+
+// remember takes the pods an episode loaded from the cluster lists as
+// counted. Beyond the maxPodsListed it lists, an eviction made again after
+// a restart can be counted twice.
+func (e *Episode) remember() {
+	e.evicted = map[evictedPod]bool{}
+	for _, ours := range []bool{true, false} {
+		for _, p := range e.side(ours).Pods {
+			e.evicted[evictedPod{ours, p}] = true
+		}
+	}
+}
+
+// absorb takes into a loaded episode what this run recorded of the same
+// fault before the load: the earlier marks and taints, and the evictions
+// not counted yet.
+func (e *Episode) absorb(cur *Episode) {
+	for _, ours := range []bool{true, false} {
+		to, from := e.side(ours), cur.side(ours)
+		if from.Marked != nil && (to.Marked == nil || from.Marked.Before(*to.Marked)) {
+			to.Marked = from.Marked
+		}
+		if to.NoExecute == "" {
+			to.NoExecute, to.NoExecuteAdded = from.NoExecute, from.NoExecuteAdded
+		}
+		for k := range cur.evicted {
+			if k.ours == ours {
+				e.addEviction(ours, k.pod, *from.FirstEviction)
+			}
+		}
+	}
+	if e.NoExecuteHeld == "" {
+		e.NoExecuteHeld = cur.NoExecuteHeld
+	}
+	if e.EvictionsHeld == "" {
+		e.EvictionsHeld = cur.EvictionsHeld
+	}
+	e.unhealthy = cur.unhealthy
 }
 
 func (e *Episode) side(ours bool) *Side {
@@ -252,11 +306,12 @@ func (r *Record) hasPod(node, pod string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.open[node]
-	return e != nil && e.evicted[pod]
+	return e != nil && e.evicted[evictedPod{false, pod}]
 }
 
-// Restore adds episodes an earlier run kept before the Record's own; an
-// open one stays open unless this run has opened one for its node.
+// Restore adds episodes an earlier run kept before the Record's own. An
+// open one stays open; what this run has already recorded of the same
+// node's fault is merged into it.
 func (r *Record) Restore(episodes []Episode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -264,14 +319,17 @@ func (r *Record) Restore(episodes []Episode) {
 	for i := range episodes {
 		e := episodes[i]
 		if e.Ended == nil {
-			if r.open[e.Node] != nil {
-				continue
+			e.remember()
+			if cur := r.open[e.Node]; cur != nil {
+				e.absorb(cur)
+				r.episodes = slices.DeleteFunc(r.episodes, func(x *Episode) bool { return x == cur })
 			}
 			r.open[e.Node] = &e
 		}
 		restored = append(restored, &e)
 	}
 	r.episodes = append(restored, r.episodes...)
+	r.changed = true
 	r.trim()
 }
 

@@ -315,7 +315,8 @@ func TestRecordEpisodesChanged(t *testing.T) {
 }
 
 // Episodes restored from an earlier run come before this run's; an open
-// one stays open, unless this run has opened one for its node.
+// one stays open, and takes in what this run recorded of its node before
+// the load.
 func TestRecordRestore(t *testing.T) {
 	ended := t0.Add(-time.Hour)
 	loaded := []Episode{
@@ -326,11 +327,13 @@ func TestRecordRestore(t *testing.T) {
 	}
 	r := NewRecord()
 	r.Marked("b", true, t0)
+	r.Evicted("b", false, "ns/p", t0, "")
+	loaded[2].Upstream.Evicted, loaded[2].Upstream.FirstEviction, loaded[2].Upstream.Pods = 1, ptr(t0.Add(-time.Minute)), []string{"ns/p"}
 	r.Restore(loaded)
 
 	es := episodes(r)
 	if len(es) != 3 {
-		t.Fatalf("after Restore, %d episodes, want 3 (the loaded b dropped for this run's): %+v", len(es), es)
+		t.Fatalf("after Restore, %d episodes, want 3 (this run's b merged into the loaded one): %+v", len(es), es)
 	}
 	var b Episode
 	for _, e := range es {
@@ -338,8 +341,15 @@ func TestRecordRestore(t *testing.T) {
 			b = e
 		}
 	}
-	if !equalTime(b.Ours.Marked, t0) || b.Upstream.Marked != nil {
-		t.Errorf("episode of b = %+v, want this run's", b)
+	if !equalTime(b.Ours.Marked, t0) || !equalTime(b.Upstream.Marked, t0.Add(-time.Minute)) ||
+		b.Upstream.NoExecute != corev1.TaintNodeUnreachable || b.Upstream.Evicted != 1 {
+		t.Errorf("episode of b = %+v, want the loaded one with this run's mark, the pod evicted counted once", b)
+	}
+	r.Evicted("b", false, "ns/p", t0.Add(time.Minute), "")
+	for _, e := range episodes(r) {
+		if e.Node == "b" && e.Upstream.Evicted != 1 {
+			t.Errorf("a pod the loaded episode lists counted again: %+v", e.Upstream)
+		}
 	}
 
 	// The loaded open episode of a is added to, and ends.

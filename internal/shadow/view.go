@@ -228,21 +228,29 @@ func lifecycleNoExecute(ts []corev1.Taint) (string, time.Time) {
 	return "", time.Time{}
 }
 
-// ShowPod shows a pod the dry run marked NotReady as NotReady, and one it
-// deleted as deleting.
+// ShowPod shows a pod the dry run marked NotReady as NotReady, until the
+// pod's Ready condition changes after the mark (the kubelet's write would
+// have replaced the mark), and one it deleted as deleting.
 func (v *View) ShowPod(pod *corev1.Pod) {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	p, ok := v.pods[pod.UID]
-	v.mu.Unlock()
 	if !ok {
 		return
 	}
 	if !p.notReady.IsZero() {
 		for i := range pod.Status.Conditions {
-			if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				c.Status = corev1.ConditionFalse
-				c.LastTransitionTime = metav1.NewTime(p.notReady)
+			c := &pod.Status.Conditions[i]
+			if c.Type != corev1.PodReady || c.Status != corev1.ConditionTrue {
+				continue
 			}
+			if c.LastTransitionTime.After(p.notReady) {
+				p.notReady = time.Time{}
+				v.pods[pod.UID] = p
+				continue
+			}
+			c.Status = corev1.ConditionFalse
+			c.LastTransitionTime = metav1.NewTime(p.notReady)
 		}
 	}
 	if !p.deleted.IsZero() && pod.DeletionTimestamp == nil {
@@ -253,36 +261,29 @@ func (v *View) ShowPod(pod *corev1.Pod) {
 // PodMarkedNotReady records that the dry run marked the pod NotReady, and
 // reports whether it had not before.
 func (v *View) PodMarkedNotReady(pod *corev1.Pod, at time.Time) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	p := v.pods[pod.UID]
-	if !p.notReady.IsZero() {
-		return false
-	}
-	p.node, p.notReady = pod.Spec.NodeName, at
-	v.pods[pod.UID] = p
-	return true
+	return v.podWritten(pod, func(p *podView) *time.Time { return &p.notReady }, at)
 }
 
 // PodDeleted records that the dry run deleted the pod, and reports whether
 // it had not before.
 func (v *View) PodDeleted(pod *corev1.Pod, at time.Time) bool {
+	return v.podWritten(pod, func(p *podView) *time.Time { return &p.deleted }, at)
+}
+
+// podWritten sets the time field picks of the pod's view to at, unless it
+// is set, and reports whether it was not.
+func (v *View) podWritten(pod *corev1.Pod, field func(*podView) *time.Time, at time.Time) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	p := v.pods[pod.UID]
-	if !p.deleted.IsZero() {
+	if f := field(&p); f.IsZero() {
+		*f = at
+	} else {
 		return false
 	}
-	p.node, p.deleted = pod.Spec.NodeName, at
+	p.node = pod.Spec.NodeName
 	v.pods[pod.UID] = p
 	return true
-}
-
-// PodDeletedAt returns when the dry run deleted the pod, zero if it did not.
-func (v *View) PodDeletedAt(uid types.UID) time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.pods[uid].deleted
 }
 
 // ForgetPod drops a pod that is gone.

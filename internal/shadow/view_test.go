@@ -478,11 +478,11 @@ func TestForgetNode(t *testing.T) {
 	if c := conditionOf(t, shown(v, kubeletNode("n1", "uid-1", t0)), corev1.NodeReady); c.Status != corev1.ConditionTrue {
 		t.Errorf("Ready = %s after ForgetNode, want the real node's True", c.Status)
 	}
-	if at := v.PodDeletedAt(onNode.UID); !at.IsZero() {
-		t.Errorf("PodDeletedAt(p1) = %v after ForgetNode(n1), want zero", at)
+	if at := shownDeleting(v, onNode); !at.IsZero() {
+		t.Errorf("shown deleting at %v after ForgetNode(n1), want zero", at)
 	}
-	if at := v.PodDeletedAt(elsewhere.UID); !at.Equal(t0) {
-		t.Errorf("PodDeletedAt(p2) = %v after ForgetNode(n1), want %v: a pod on another node was dropped", at, t0)
+	if at := shownDeleting(v, elsewhere); !at.Equal(t0) {
+		t.Errorf("shown deleting at %v after ForgetNode(n1), want %v: a pod on another node was dropped", at, t0)
 	}
 }
 
@@ -569,8 +569,8 @@ func TestShowPod(t *testing.T) {
 			if tt.del {
 				wantAt = deletedAt
 			}
-			if at := v.PodDeletedAt(pod.UID); !at.Equal(wantAt) {
-				t.Errorf("PodDeletedAt = %v, want %v", at, wantAt)
+			if at := shownDeleting(v, pod); !at.Equal(wantAt) {
+				t.Errorf("shown deleting at %v, want %v", at, wantAt)
 			}
 
 			// Another pod is shown as it is.
@@ -588,8 +588,8 @@ func TestShowPod(t *testing.T) {
 				t.Errorf("after ForgetPod, shown as deleting %v, Ready %s; want as it is", f.DeletionTimestamp,
 					podCondition(t, f, corev1.PodReady).Status)
 			}
-			if !v.PodDeletedAt(pod.UID).IsZero() {
-				t.Error("PodDeletedAt is set after ForgetPod")
+			if !shownDeleting(v, pod).IsZero() {
+				t.Error("shown deleting after ForgetPod")
 			}
 			if !v.PodMarkedNotReady(pod, markTime) || !v.PodDeleted(pod, deletedAt) {
 				t.Error("after ForgetPod, marking or deleting the pod again reported it done before")
@@ -608,5 +608,44 @@ func TestShowPodKeepsRealDeletionTimestamp(t *testing.T) {
 	v.ShowPod(pod)
 	if !pod.DeletionTimestamp.Time.Equal(t0) {
 		t.Errorf("DeletionTimestamp = %v, want the cluster's %v", pod.DeletionTimestamp.Time, t0)
+	}
+}
+
+// shownDeleting returns when the view shows the pod deleting, zero if it
+// does not.
+func shownDeleting(v *View, pod *corev1.Pod) time.Time {
+	shown := pod.DeepCopy()
+	shown.DeletionTimestamp = nil
+	v.ShowPod(shown)
+	if shown.DeletionTimestamp == nil {
+		return time.Time{}
+	}
+	return shown.DeletionTimestamp.Time
+}
+
+// The dry run's NotReady mark of a pod gives way to a Ready transition
+// after it, as the kubelet's write would have replaced it, and the pod can
+// be marked again.
+func TestShowPodYieldsToANewerReady(t *testing.T) {
+	v := NewView()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "up"},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}}}}
+	if !v.PodMarkedNotReady(pod, t0) {
+		t.Fatal("first mark not taken")
+	}
+	shown := pod.DeepCopy()
+	v.ShowPod(shown)
+	if c := shown.Status.Conditions[0]; c.Status != corev1.ConditionFalse {
+		t.Fatalf("Ready = %s after the mark, want False", c.Status)
+	}
+	pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(t0.Add(10 * time.Minute))
+	shown = pod.DeepCopy()
+	v.ShowPod(shown)
+	if c := shown.Status.Conditions[0]; c.Status != corev1.ConditionTrue {
+		t.Fatalf("Ready = %s after the kubelet's newer Ready, want True", c.Status)
+	}
+	if !v.PodMarkedNotReady(pod, t0.Add(20*time.Minute)) {
+		t.Error("the pod cannot be marked again after it came back")
 	}
 }

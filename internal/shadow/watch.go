@@ -37,8 +37,14 @@ func (s *Shadow) Watch(ctx context.Context, c cache.Informers) error {
 	if err != nil {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
-	ph, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.observePod(ctx, obj, false) },
+	ph, err := pods.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		// A pod already deleting when the watch begins was evicted before
+		// this run: the record kept in the cluster has it, if anything.
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				s.observePod(ctx, obj, false)
+			}
+		},
 		UpdateFunc: func(_, obj any) { s.observePod(ctx, obj, false) },
 		DeleteFunc: func(obj any) { s.observePod(ctx, obj, true) },
 	})
@@ -71,6 +77,10 @@ func (s *Shadow) observeNode(ctx context.Context, obj any) {
 		}
 	}
 	if key, added := lifecycleNoExecute(node.Spec.Taints); key != "" {
+		if added.IsZero() {
+			// A taint without timeAdded is timed when first seen.
+			added = now
+		}
 		held := ""
 		if ours.NoExecute == "" {
 			held = s.holdOf(node.Name)
@@ -126,9 +136,8 @@ func (s *Shadow) observePod(ctx context.Context, obj any, gone bool) {
 	if pod.Spec.NodeName == "" || (pod.DeletionTimestamp == nil && !gone) || !evictedByTaint(pod) {
 		return
 	}
-	if !s.View.PodDeletedAt(pod.UID).IsZero() {
-		return
-	}
+	// The dry run writes nothing: a pod evicted in the cluster was evicted
+	// by the other controller, whether or not the dry run evicted it too.
 	name := pod.Namespace + "/" + pod.Name
 	if s.Record.hasPod(pod.Spec.NodeName, name) {
 		return
