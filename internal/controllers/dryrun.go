@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,8 +56,7 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	})); err != nil {
 		return nil, fmt.Errorf("add dry-run watch: %w", err)
 	}
-	store := &shadow.Store{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-		Key: types.NamespacedName{Namespace: ns, Name: name}, Record: w.dry.Record, Clock: clk, Period: opts.NodeMonitorPeriod}
+	store := w.dry.Store(mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name}, clk, opts.NodeMonitorPeriod)
 	if err := mgr.Add(store); err != nil {
 		return nil, fmt.Errorf("add dry-run record store: %w", err)
 	}
@@ -88,4 +88,13 @@ func (w *writers) nudges() <-chan event.TypedGenericEvent[*corev1.Node] {
 		return nil
 	}
 	return w.dry.Nudges()
+}
+
+// due returns what a dry run keeps eviction deadlines with, nil outside
+// one.
+func (w *writers) due() func(*corev1.Pod, time.Time) {
+	if w.dry == nil {
+		return nil
+	}
+	return w.dry.EvictionDue
 }

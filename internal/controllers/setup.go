@@ -146,6 +146,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		Clock:              deadlines,
 		Recorder:           w.recorder(podeviction.EventSource),
 		Nudges:             w.nudges(),
+		Due:                w.due(),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},
 		BlockedRetry:       opts.NodeMonitorPeriod,

@@ -28,6 +28,9 @@ type reader struct {
 // Get reads the object and shows a Node or a Pod as the dry run would have
 // left it.
 func (r reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := r.await(ctx, obj); err != nil {
+		return err
+	}
 	if err := r.r.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
@@ -38,6 +41,9 @@ func (r reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 // List lists the objects and shows Nodes and Pods as the dry run would have
 // left them.
 func (r reader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.await(ctx, list); err != nil {
+		return err
+	}
 	if err := r.r.List(ctx, list, opts...); err != nil {
 		return err
 	}
@@ -50,6 +56,16 @@ func (r reader) List(ctx context.Context, list client.ObjectList, opts ...client
 		for i := range l.Items {
 			r.s.View.ShowPod(&l.Items[i])
 		}
+	}
+	return nil
+}
+
+// await waits, before a read of Nodes or Pods, until the record kept by an
+// earlier run is restored.
+func (r reader) await(ctx context.Context, obj runtime.Object) error {
+	switch obj.(type) {
+	case *corev1.Node, *corev1.Pod, *corev1.NodeList, *corev1.PodList:
+		return r.s.awaitRestore(ctx)
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type Episode struct {
 	// EvictionsHeld is why this controller held evictions back when the
 	// other evicted, "" if it did not.
 	EvictionsHeld string `json:"evictionsHeld,omitempty"`
+	// EvictionsDue is, of the pods the other controller evicted before this
+	// one did, the earliest deadline this one still had ahead: when it
+	// would have begun evicting them.
+	EvictionsDue *time.Time `json:"evictionsDue,omitempty"`
 	// Ended is when the node was seen Ready again, nil while it is not.
 	Ended *time.Time `json:"ended,omitempty"`
 
@@ -149,6 +153,16 @@ func (r *Record) Evicted(node string, ours bool, pod string, at time.Time, held 
 	})
 }
 
+// Due records when this controller would have evicted a pod of the node
+// that the other controller evicted first.
+func (r *Record) Due(node string, at time.Time) {
+	r.update(node, false, func(e *Episode) {
+		if e.EvictionsDue == nil || at.Before(*e.EvictionsDue) {
+			e.EvictionsDue = &at
+		}
+	})
+}
+
 // UpstreamHealth records whether the node, as the other controller left it,
 // is Ready without a lifecycle NoExecute taint.
 func (r *Record) UpstreamHealth(node string, healthy bool) {
@@ -240,6 +254,9 @@ func (e *Episode) absorb(cur *Episode) {
 	}
 	if e.EvictionsHeld == "" {
 		e.EvictionsHeld = cur.EvictionsHeld
+	}
+	if cur.EvictionsDue != nil && (e.EvictionsDue == nil || cur.EvictionsDue.Before(*e.EvictionsDue)) {
+		e.EvictionsDue = cur.EvictionsDue
 	}
 	e.unhealthy = cur.unhealthy
 }

@@ -144,6 +144,9 @@ func Differences(e Episode) []string {
 	case u.Evicted > 0 && e.EvictionsHeld != "":
 		out = append(out, fmt.Sprintf("upstream evicted %d pods from %s; ours held them: %s", u.Evicted,
 			stamp(*u.FirstEviction), e.EvictionsHeld))
+	case u.Evicted > 0 && e.EvictionsDue != nil:
+		out = append(out, fmt.Sprintf("upstream evicted %d pods from %s; ours would have from %s%s",
+			u.Evicted, stamp(*u.FirstEviction), stamp(*e.EvictionsDue), after(*e.EvictionsDue, *u.FirstEviction)))
 	case u.Evicted > 0:
 		out = append(out, fmt.Sprintf("upstream evicted %d pods from %s; ours had not", u.Evicted, stamp(*u.FirstEviction)))
 	case o.Evicted > 0:
@@ -163,6 +166,14 @@ func relative(ours, upstream time.Time) string {
 	default:
 		return "at the same time as upstream (" + stamp(ours) + ")"
 	}
+}
+
+// after says how long after upstream ours would have acted, "" if not after.
+func after(ours, upstream time.Time) string {
+	if d := ours.Sub(upstream).Round(time.Millisecond); d > 0 {
+		return fmt.Sprintf(", %v after upstream", d)
+	}
+	return ""
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000Z") }

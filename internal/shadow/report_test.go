@@ -194,6 +194,11 @@ func TestDifferences(t *testing.T) {
 			want: []string{"upstream evicted 1 pods from 09:26:53.000Z; ours had not"},
 		},
 		{
+			name: "evicted upstream first",
+			e:    Episode{Upstream: Side{Evicted: 1, FirstEviction: at(0)}, EvictionsDue: at(1500 * time.Millisecond)},
+			want: []string{"upstream evicted 1 pods from 09:26:53.000Z; ours would have from 09:26:54.500Z, 1.5s after upstream"},
+		},
+		{
 			name: "evicted ours only",
 			e:    Episode{Ours: Side{Evicted: 4, FirstEviction: at(0)}},
 			want: []string{"ours evicted 4 pods from 09:26:53.000Z; upstream had not"},

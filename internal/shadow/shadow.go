@@ -3,11 +3,15 @@ package shadow
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -38,12 +42,51 @@ type Shadow struct {
 	Recorder events.EventRecorder
 
 	nudges chan event.TypedGenericEvent[*corev1.Node]
+	// restored, when a Store keeps the record, is closed once the Store
+	// has restored what an earlier run kept: reads of Nodes and Pods wait
+	// for it.
+	restored    chan struct{}
+	restoreOnce sync.Once
 }
 
 // New returns a dry run keeping rec, its events emitted by recorder.
 func New(rec *Record, clk clock.PassiveClock, recorder events.EventRecorder) *Shadow {
 	return &Shadow{View: NewView(), Record: rec, Clock: clk, Recorder: recorder,
 		nudges: make(chan event.TypedGenericEvent[*corev1.Node], 1024)}
+}
+
+// Store returns the Store that keeps the dry run's Record in the ConfigMap
+// key, reading it with reader and writing it with writer every period it
+// changed. Until the Store has restored what an earlier run kept, reads of
+// Nodes and Pods through the dry run's clients wait: a controller must not
+// judge a node before the View knows what the dry run had done to it.
+func (s *Shadow) Store(reader client.Reader, writer client.Client, key types.NamespacedName,
+	clk clock.WithTicker, period time.Duration) *Store {
+	s.restored = make(chan struct{})
+	return &Store{Reader: reader, Writer: writer, Key: key, Shadow: s, Clock: clk, Period: period}
+}
+
+// Restore takes the episodes an earlier run kept into the Record and the
+// View, and lets reads waiting for them go on.
+func (s *Shadow) Restore(episodes []Episode) {
+	s.Record.Restore(episodes)
+	s.View.Seed(episodes)
+	if s.restored != nil {
+		s.restoreOnce.Do(func() { close(s.restored) })
+	}
+}
+
+// awaitRestore waits until the Store restored the record, if one keeps it.
+func (s *Shadow) awaitRestore(ctx context.Context) error {
+	if s.restored == nil {
+		return nil
+	}
+	select {
+	case <-s.restored:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the dry-run record: %w", ctx.Err())
+	}
 }
 
 // Nudges are the nodes whose lifecycle taints the dry run changed: no
@@ -144,6 +187,10 @@ func (s *Shadow) podDeleted(ctx context.Context, pod *corev1.Pod) {
 	actions.WithLabelValues(ActionEvict).Inc()
 	ctrl.LoggerFrom(ctx).Info("Dry run: would evict pod", "Pod", name, "Node", pod.Spec.NodeName)
 }
+
+// EvictionDue keeps the deadline of a pod the dry run would evict later, to
+// tell when, should the other controller evict it first.
+func (s *Shadow) EvictionDue(pod *corev1.Pod, at time.Time) { s.View.PodDue(pod, at) }
 
 // event emits one of the dry run's events, on its own object.
 func (s *Shadow) event(node *corev1.Node, reason, action, note string, args ...any) {

@@ -3,6 +3,7 @@ package shadow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,6 +24,9 @@ const (
 	UpdatedKey = "updated"
 )
 
+// errUndecodable is a record whose data cannot be decoded.
+var errUndecodable = errors.New("cannot decode")
+
 // Stored is the record as a ConfigMap holds it.
 type Stored struct {
 	Episodes []Episode
@@ -42,13 +46,13 @@ func Load(ctx context.Context, c client.Reader, key types.NamespacedName) (Store
 	var s Stored
 	if data := cm.Data[EpisodesKey]; data != "" {
 		if err := json.Unmarshal([]byte(data), &s.Episodes); err != nil {
-			return Stored{}, fmt.Errorf("read dry-run record %s: %s: %w", key, EpisodesKey, err)
+			return Stored{}, fmt.Errorf("read dry-run record %s: %s: %w: %w", key, EpisodesKey, errUndecodable, err)
 		}
 	}
 	if u := cm.Data[UpdatedKey]; u != "" {
 		t, err := time.Parse(time.RFC3339, u)
 		if err != nil {
-			return Stored{}, fmt.Errorf("read dry-run record %s: %s: %w", key, UpdatedKey, err)
+			return Stored{}, fmt.Errorf("read dry-run record %s: %s: %w: %w", key, UpdatedKey, errUndecodable, err)
 		}
 		s.Updated = t
 	}
@@ -58,28 +62,31 @@ func Load(ctx context.Context, c client.Reader, key types.NamespacedName) (Store
 // The permissions a dry run needs for its record at the default place.
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,verbs=get;create;update
 
-// Store keeps a Record in a ConfigMap, so that the comparison outlives the
-// process that made it and can be read with the compare command.
+// Store keeps a dry run's Record in a ConfigMap, so that the comparison
+// outlives the process that made it and can be read with the compare
+// command. Make one with Shadow.Store.
 type Store struct {
 	// Reader reads the ConfigMap from the apiserver, Writer writes it.
 	Reader client.Reader
 	Writer client.Client
 	Key    types.NamespacedName
-	Record *Record
+	// Shadow is the dry run whose Record is kept, and which an earlier
+	// run's record is restored to.
+	Shadow *Shadow
 	Clock  clock.WithTicker
 	// Period is how often a changed record is written.
 	Period time.Duration
 }
 
-// Start loads the episodes kept by an earlier run into the Record, then
-// writes it every Period it changed, and once more when ctx ends.
+// Start restores the episodes kept by an earlier run to the dry run, then
+// writes its Record every Period it changed, and once more when ctx ends.
 func (s *Store) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("record", s.Key)
-	stored, err := Load(ctx, s.Reader, s.Key)
+	stored, err := s.load(ctx)
 	if err != nil {
 		return err
 	}
-	s.Record.Restore(stored.Episodes)
+	s.Shadow.Restore(stored.Episodes)
 	log.Info("Dry run: keeping the comparison in a ConfigMap", "episodesKept", len(stored.Episodes))
 	t := s.Clock.NewTicker(s.Period)
 	defer t.Stop()
@@ -99,9 +106,27 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 }
 
+// load reads the record an earlier run kept, trying again every Period
+// while the apiserver fails to answer. A record that cannot be decoded is an
+// error: it is the operator's to look at, not this run's to overwrite.
+func (s *Store) load(ctx context.Context) (Stored, error) {
+	for {
+		stored, err := Load(ctx, s.Reader, s.Key)
+		if err == nil || errors.Is(err, errUndecodable) {
+			return stored, err
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "Dry run: could not read the comparison kept by an earlier run; will try again", "record", s.Key)
+		select {
+		case <-ctx.Done():
+			return Stored{}, fmt.Errorf("read dry-run record %s: %w", s.Key, ctx.Err())
+		case <-s.Clock.After(s.Period):
+		}
+	}
+}
+
 // save writes the record if it changed since the last write.
 func (s *Store) save(ctx context.Context) error {
-	episodes, changed := s.Record.Episodes(true)
+	episodes, changed := s.Shadow.Record.Episodes(true)
 	if !changed {
 		return nil
 	}
@@ -121,7 +146,7 @@ func (s *Store) save(ctx context.Context) error {
 		err = s.Writer.Update(ctx, cm)
 	}
 	if err != nil {
-		s.Record.touch()
+		s.Shadow.Record.touch()
 		return fmt.Errorf("write dry-run record %s: %w", s.Key, err)
 	}
 	return nil

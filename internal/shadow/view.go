@@ -19,6 +19,9 @@ type View struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeView
 	pods  map[types.UID]podView
+	// seeds are what an earlier run of the dry run had done to nodes
+	// still in a fault when it ended, until each node is first seen.
+	seeds map[string]NodeState
 }
 
 // nodeView is a node's lifecycle state as the dry run would have left it.
@@ -39,12 +42,34 @@ type podView struct {
 	node     string
 	notReady time.Time // marked Ready=False
 	deleted  time.Time // deleted
+	due      time.Time // the eviction deadline still ahead, last seen
 }
 
 // NewView returns an empty View: every object is first seen as the cluster
 // holds it.
 func NewView() *View {
-	return &View{nodes: map[string]*nodeView{}, pods: map[types.UID]podView{}}
+	return &View{nodes: map[string]*nodeView{}, pods: map[types.UID]podView{}, seeds: map[string]NodeState{}}
+}
+
+// Seed takes, from the episodes an earlier run kept, what it had done to
+// the nodes still in a fault: such a node, when first seen, shows the
+// NoExecute taint that run had added, or none, in place of the other
+// controller's. Without it a restarted dry run would take the other
+// controller's taints for its own, and go on to evict where it held.
+func (v *View) Seed(episodes []Episode) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i := range episodes {
+		e := &episodes[i]
+		if e.Ended != nil {
+			continue
+		}
+		seed := NodeState{NoExecute: e.Ours.NoExecute}
+		if e.Ours.NoExecuteAdded != nil {
+			seed.NoExecuteAdded = *e.Ours.NoExecuteAdded
+		}
+		v.seeds[e.Node] = seed
+	}
 }
 
 // lifecycleConditions are the node conditions a node lifecycle controller
@@ -80,16 +105,34 @@ func (v *View) ShowNode(node *corev1.Node) {
 	defer v.mu.Unlock()
 	nv := v.nodes[node.Name]
 	if nv == nil || nv.uid != node.UID {
-		nv = &nodeView{uid: node.UID}
-		nv.takeConditions(node)
-		nv.taints = filterTaints(node.Spec.Taints, true)
-		v.nodes[node.Name] = nv
+		nv = v.firstSight(node)
 	} else if ready := health.ReadyCondition(node); ready != nil && !markedByController(ready) &&
 		!ready.LastHeartbeatTime.Equal(&nv.basis) {
 		nv.takeConditions(node)
 	}
 	node.Status.Conditions = withConditions(node.Status.Conditions, nv.conds)
 	node.Spec.Taints = append(filterTaints(node.Spec.Taints, false), deepCopyTaints(nv.taints)...)
+}
+
+// firstSight takes a node seen for the first time, or made again under its
+// name, as it is, but for the NoExecute taint an earlier run's seed gives
+// it. The caller holds mu.
+func (v *View) firstSight(node *corev1.Node) *nodeView {
+	nv := &nodeView{uid: node.UID}
+	nv.takeConditions(node)
+	nv.taints = filterTaints(node.Spec.Taints, true)
+	if seed, ok := v.seeds[node.Name]; ok {
+		delete(v.seeds, node.Name)
+		nv.taints = slices.DeleteFunc(nv.taints, func(t corev1.Taint) bool {
+			return t.Effect == corev1.TaintEffectNoExecute && ownedTaint(&t)
+		})
+		if seed.NoExecute != "" {
+			nv.taints = append(nv.taints, corev1.Taint{Key: seed.NoExecute, Effect: corev1.TaintEffectNoExecute,
+				TimeAdded: &metav1.Time{Time: seed.NoExecuteAdded}})
+		}
+	}
+	v.nodes[node.Name] = nv
+	return nv
 }
 
 // takeConditions takes the node's lifecycle conditions as the kubelet left
@@ -150,10 +193,7 @@ func (v *View) NodeWritten(node *corev1.Node, status bool) (before, after NodeSt
 	nv := v.nodes[node.Name]
 	if nv == nil || nv.uid != node.UID {
 		// Written without being read through the view: take it whole.
-		nv = &nodeView{uid: node.UID}
-		nv.takeConditions(node)
-		nv.taints = filterTaints(node.Spec.Taints, true)
-		v.nodes[node.Name] = nv
+		nv = v.firstSight(node)
 	}
 	before = nv.state()
 	if status {
@@ -183,6 +223,7 @@ func (v *View) ForgetNode(name string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.nodes, name)
+	delete(v.seeds, name)
 	for uid, p := range v.pods {
 		if p.node == name {
 			delete(v.pods, uid)
@@ -284,6 +325,23 @@ func (v *View) podWritten(pod *corev1.Pod, field func(*podView) *time.Time, at t
 	p.node = pod.Spec.NodeName
 	v.pods[pod.UID] = p
 	return true
+}
+
+// PodDue keeps the pod's eviction deadline, while it is still ahead.
+func (v *View) PodDue(pod *corev1.Pod, at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := v.pods[pod.UID]
+	p.node, p.due = pod.Spec.NodeName, at
+	v.pods[pod.UID] = p
+}
+
+// Due returns the pod's eviction deadline as the dry run last saw it still
+// ahead, zero if it saw none.
+func (v *View) Due(uid types.UID) time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.pods[uid].due
 }
 
 // ForgetPod drops a pod that is gone.

@@ -3,6 +3,7 @@ package shadow
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -71,16 +72,14 @@ func (s *Shadow) observeNode(ctx context.Context, obj any) {
 	ready := health.ReadyCondition(node)
 	if markedByController(ready) {
 		first := !s.Record.hasMark(node.Name, false)
-		s.Record.Marked(node.Name, false, ready.LastTransitionTime.Time)
+		s.Record.Marked(node.Name, false, seenAt(ready.LastTransitionTime.Time, now))
 		if first {
 			upstreamActions.WithLabelValues(ActionMark).Inc()
 		}
 	}
 	if key, added := lifecycleNoExecute(node.Spec.Taints); key != "" {
-		if added.IsZero() {
-			// A taint without timeAdded is timed when first seen.
-			added = now
-		}
+		// A taint without timeAdded is timed when first seen.
+		added = seenAt(added, now)
 		held := ""
 		if ours.NoExecute == "" {
 			held = s.holdOf(node.Name)
@@ -102,6 +101,18 @@ func (s *Shadow) observeNode(ctx context.Context, obj any) {
 	if healthy && ours.Marked.IsZero() && ours.NoExecute == "" {
 		s.Record.Recovered(node.Name, now)
 	}
+}
+
+// seenAt times a write of the other controller from its stamp, which the
+// apiserver keeps in whole seconds: up to a second before the write. Seen
+// within that second, the write is timed when seen, as the dry run's own
+// are; seen later (listed after a restart, or stamped by a clock ahead of
+// this one), by its stamp. A write without a stamp is timed when seen.
+func seenAt(stamp, now time.Time) time.Time {
+	if stamp.IsZero() || (!now.Before(stamp) && now.Sub(stamp) < time.Second) {
+		return now
+	}
+	return stamp
 }
 
 // nodeGone ends a deleted node's episode and forgets it.
@@ -150,6 +161,9 @@ func (s *Shadow) observePod(ctx context.Context, obj any, gone bool) {
 	ctrl.LoggerFrom(ctx).Info("Dry run: the controller that decides evicted a pod",
 		"Pod", name, "Node", pod.Spec.NodeName, "heldHere", held)
 	s.Record.Evicted(pod.Spec.NodeName, false, name, s.Clock.Now(), held)
+	if due := s.View.Due(pod.UID); !due.IsZero() && held == "" {
+		s.Record.Due(pod.Spec.NodeName, due)
+	}
 }
 
 // evictedByTaint reports whether the pod carries the DisruptionTarget

@@ -52,3 +52,62 @@ func TestObserveNodeTimesAnUntimedTaint(t *testing.T) {
 		t.Fatalf("episodes = %+v, want the untimed taint timed at %v", es, t0)
 	}
 }
+
+// The other controller's mark is stamped in whole seconds: seen within the
+// second it is timed when seen, seen later (a restart's list) by its stamp.
+func TestObserveNodeTimesAMarkAtTheApiserversResolution(t *testing.T) {
+	stamp := t0.Truncate(time.Second)
+	for _, tc := range []struct {
+		name string
+		seen time.Time
+		want time.Time
+	}{
+		{"seen within its second", stamp.Add(900 * time.Millisecond), stamp.Add(900 * time.Millisecond)},
+		{"seen at its stamp", stamp, stamp},
+		{"listed long after", stamp.Add(time.Minute), stamp},
+		{"stamped ahead of this clock", stamp.Add(-time.Second), stamp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(NewRecord(), clocktesting.NewFakeClock(tc.seen), nil)
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "u1"},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady,
+					Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastTransitionTime: metav1.NewTime(stamp)}}}}
+			s.observeNode(context.Background(), node)
+			es, _ := s.Record.Episodes(false)
+			if len(es) != 1 || es[0].Upstream.Marked == nil || !es[0].Upstream.Marked.Equal(tc.want) {
+				t.Fatalf("episodes = %+v, want upstream's mark at %v", es, tc.want)
+			}
+		})
+	}
+}
+
+// A pod the other controller evicts while the dry run's deadline for it is
+// still ahead records that deadline; one whose eviction the dry run holds
+// back records the hold alone.
+func TestObservePodRecordsTheDeadlineAhead(t *testing.T) {
+	s := New(NewRecord(), clocktesting.NewFakeClock(t0), nil)
+	a, b := evictedPodOn("n1", "a"), evictedPodOn("n1", "b")
+	s.EvictionDue(b, t0.Add(2*time.Minute))
+	s.EvictionDue(a, t0.Add(time.Minute))
+	s.observePod(context.Background(), a, false)
+	s.observePod(context.Background(), b, true)
+	es, _ := s.Record.Episodes(false)
+	if len(es) != 1 || es[0].EvictionsDue == nil || !es[0].EvictionsDue.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("episodes = %+v, want the earliest deadline ahead, %v", es, t0.Add(time.Minute))
+	}
+
+	held := New(NewRecord(), clocktesting.NewFakeClock(t0), nil)
+	held.Holds = holding{}
+	held.EvictionDue(a, t0.Add(time.Minute))
+	held.observePod(context.Background(), a, false)
+	es, _ = held.Record.Episodes(false)
+	if len(es) != 1 || es[0].EvictionsDue != nil || es[0].EvictionsHeld == "" {
+		t.Fatalf("episodes = %+v, want the hold and no deadline", es)
+	}
+}
+
+// holding holds every node's taint and evictions back.
+type holding struct{}
+
+func (holding) Hold(string) string                          { return "partition freeze" }
+func (holding) DestructiveAllowedFor(string) (bool, string) { return false, "partition freeze" }

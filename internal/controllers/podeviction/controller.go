@@ -67,6 +67,10 @@ type Reconciler struct {
 	// Nudges, when set, sends nodes to look at again whose NoExecute taints
 	// changed where no watch shows it: in a dry run (package shadow).
 	Nudges <-chan event.TypedGenericEvent[*corev1.Node]
+	// Due, when set, is told the deadline of each pod whose eviction is
+	// still ahead: a dry run keeps them, to say when it would have evicted
+	// a pod the other controller evicted first.
+	Due func(pod *corev1.Pod, at time.Time)
 
 	pending pendingCounts
 	// untimed remembers when a NoExecute taint without timeAdded was first
@@ -130,6 +134,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case at.After(now):
 			pending++
 			next = earliest(next, at)
+			if r.Due != nil {
+				r.Due(pod, at)
+			}
 		default:
 			due = append(due, dueEviction{pod, d})
 		}

@@ -206,3 +206,17 @@ func TestAFailingPodDelaysNoOtherPod(t *testing.T) {
 		t.Errorf("the stuck pod was tried %d times in 25s, want a backoff (waits %v)", n, waits)
 	}
 }
+
+// Due is told each deadline still ahead, and nothing of a pod evicted now
+// or tolerating forever.
+func TestDueIsToldTheDeadlinesAhead(t *testing.T) {
+	r, _, _ := newReconciler(taintedNode(unreachable(&t0)),
+		pod("short", ptr.To[int64](30)), pod("plain", nil), pod("now", ptr.To[int64](0)))
+	got := map[string]time.Time{}
+	r.Due = func(p *corev1.Pod, at time.Time) { got[p.Name] = at }
+	run(t, r)
+	want := map[string]time.Time{"short": t0.Add(30 * time.Second), "plain": t0.Add(timeout)}
+	if len(got) != len(want) || !got["short"].Equal(want["short"]) || !got["plain"].Equal(want["plain"]) {
+		t.Fatalf("Due told %v, want %v", got, want)
+	}
+}
