@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	internalctrl "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
@@ -46,14 +48,52 @@ const (
 // node lifecycle and taint eviction controllers deciding, and this
 // controller in a dry run beside them.
 type sideBySide struct {
+	env        *envtest.Environment
 	cfg        *rest.Config
 	k8s        client.Client
 	kubeconfig string
 }
 
 // startSideBySide starts the control plane, kube-controller-manager and the
-// dry run, contending for the leader election Lease "nlc".
+// dry run in this process, contending for the leader election Lease "nlc".
 func startSideBySide() *sideBySide {
+	GinkgoHelper()
+	s := startSidePlane()
+	dryCfg := rest.CopyConfig(s.cfg)
+	dryCfg.UserAgent = sideUserAgent
+	runManagerOn(dryCfg, func(o *ctrl.Options) {
+		o.LeaderElection = true
+		o.LeaderElectionID = "nlc"
+		o.LeaderElectionNamespace = "default"
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = ptr.To(leaseDuration), ptr.To(renewDeadline), ptr.To(retryPeriod)
+	}, func(o *options.Options) {
+		o.DryRun = true
+		o.DryRunRecord = sideRecord
+		o.NodeMonitorGracePeriod, o.NodeMonitorPeriod, o.NodeStartupGracePeriod = sideGrace, sidePeriod, sideStartup
+		o.NodeEvictionRate = 10
+		o.PodEvictionTimeout = time.Minute // the fleet's pods tolerate the taints for 2s
+	})
+	return s
+}
+
+// startDryRunProcess runs the controller's binary in a dry run beside
+// kube-controller-manager, with the timings startSideBySide gives the one
+// in this process.
+func (s *sideBySide) startDryRunProcess(name string) *harness.Process {
+	GinkgoHelper()
+	return startControllerProcessOn(s.env, GinkgoWriter, name, "nlc",
+		"--dry-run", "--dry-run-record="+sideRecord,
+		"--node-monitor-grace-period="+sideGrace.String(),
+		"--node-monitor-period="+sidePeriod.String(),
+		"--node-startup-grace-period="+sideStartup.String(),
+		"--partition-freeze-cooldown="+sideGrace.String(),
+		"--node-eviction-rate=10",
+		"--pod-eviction-timeout=1m")
+}
+
+// startSidePlane starts a control plane of its own with kube-controller-
+// manager's node lifecycle and taint eviction controllers on it.
+func startSidePlane() *sideBySide {
 	GinkgoHelper()
 	env := harness.NewEnvironment(os.Getenv("KUBEBUILDER_ASSETS"))
 	env.CRDDirectoryPaths = []string{filepath.Join("..", "..", "config", "crd", "bases")}
@@ -63,7 +103,7 @@ func startSideBySide() *sideBySide {
 	c, err := client.New(restCfg, client.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	dir := GinkgoT().TempDir()
-	s := &sideBySide{cfg: restCfg, k8s: c, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
+	s := &sideBySide{env: env, cfg: restCfg, k8s: c, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
 	Expect(harness.WriteKubeconfig(env, "admin", s.kubeconfig)).To(Succeed())
 
 	kcmConfig := filepath.Join(dir, "kcm.kubeconfig")
@@ -87,22 +127,89 @@ func startSideBySide() *sideBySide {
 	}, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = kcm.Stop(10 * time.Second) })
-
-	dryCfg := rest.CopyConfig(restCfg)
-	dryCfg.UserAgent = sideUserAgent
-	runManagerOn(dryCfg, func(o *ctrl.Options) {
-		o.LeaderElection = true
-		o.LeaderElectionID = "nlc"
-		o.LeaderElectionNamespace = "default"
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = ptr.To(leaseDuration), ptr.To(renewDeadline), ptr.To(retryPeriod)
-	}, func(o *options.Options) {
-		o.DryRun = true
-		o.DryRunRecord = sideRecord
-		o.NodeMonitorGracePeriod, o.NodeMonitorPeriod, o.NodeStartupGracePeriod = sideGrace, sidePeriod, sideStartup
-		o.NodeEvictionRate = 10
-		o.PodEvictionTimeout = time.Minute // the fleet's pods tolerate the taints for 2s
-	})
 	return s
+}
+
+// startFleet starts six nodes in two zones, a pod on each that tolerates
+// the lifecycle NoExecute taints for 2s, and waits until all are Ready.
+func (s *sideBySide) startFleet() *fleet.Fleet {
+	GinkgoHelper()
+	ctx := context.Background()
+	f, err := fleet.Start(ctx, s.cfg, fleet.Options{
+		Nodes: 6, Zones: 2, NamePrefix: "side-" + rand.String(4) + "-", PodsPerNode: 1,
+		LeaseDurationSeconds: 2, NodeStatusUpdateFrequency: time.Second,
+		PodTolerations: []corev1.Toleration{
+			{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
+			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
+		},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(f.Close)
+	Eventually(func(g Gomega) {
+		for _, n := range f.Nodes() {
+			node := &corev1.Node{}
+			g.Expect(s.k8s.Get(ctx, client.ObjectKey{Name: n}, node)).To(Succeed())
+			g.Expect(fleet.ReadyIs(corev1.ConditionTrue)(node)).To(BeTrue(), "node %s not Ready", n)
+		}
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	return f
+}
+
+// expectNothingWritten checks that no field of any Node or Pod is managed
+// by the dry run, whose requests carry the user agent given, and that its
+// events are all on its ConfigMap.
+func (s *sideBySide) expectNothingWritten(userAgent string) {
+	GinkgoHelper()
+	ctx := context.Background()
+	nodeList := &corev1.NodeList{}
+	Expect(s.k8s.List(ctx, nodeList)).To(Succeed())
+	podList := &corev1.PodList{}
+	Expect(s.k8s.List(ctx, podList)).To(Succeed())
+	var objs []client.Object
+	for i := range nodeList.Items {
+		objs = append(objs, &nodeList.Items[i])
+	}
+	for i := range podList.Items {
+		objs = append(objs, &podList.Items[i])
+	}
+	for _, o := range objs {
+		for _, m := range o.GetManagedFields() {
+			Expect(m.Manager).NotTo(HavePrefix(userAgent), "%T %s written by the dry run", o, o.GetName())
+		}
+	}
+	events := &corev1.EventList{}
+	Expect(s.k8s.List(ctx, events)).To(Succeed())
+	for _, e := range events.Items {
+		if e.Source.Component == internalctrl.DryRunEventSource || e.ReportingController == internalctrl.DryRunEventSource {
+			Expect(e.InvolvedObject.Kind).To(Equal("ConfigMap"), "a dry-run event on %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name)
+		}
+	}
+}
+
+// dryRunTaintEvents returns the dry run's events about adding or removing
+// the NoExecute taint of any of the nodes, as "reason: message".
+func (s *sideBySide) dryRunTaintEvents(g Gomega, nodes []string) []string {
+	events := &corev1.EventList{}
+	g.Expect(s.k8s.List(context.Background(), events)).To(Succeed())
+	var out []string
+	for _, e := range events.Items {
+		if e.Reason != shadow.ReasonWouldTaint && e.Reason != shadow.ReasonWouldUntaint {
+			continue
+		}
+		for _, n := range nodes {
+			if strings.Contains(e.Message, "node "+n+" ") || strings.HasSuffix(e.Message, "node "+n) {
+				out = append(out, e.Reason+": "+e.Message)
+			}
+		}
+	}
+	return out
+}
+
+// dryRunLeader returns who holds the dry run's leader election Lease.
+func (s *sideBySide) dryRunLeader(g Gomega) string {
+	lease := &coordinationv1.Lease{}
+	g.Expect(s.k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: controllers.DryRunLeaseName("nlc")}, lease)).To(Succeed())
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
 }
 
 // compare runs the compare command against the control plane and returns
@@ -121,6 +228,17 @@ func (s *sideBySide) report(g Gomega) shadow.Report {
 	return r
 }
 
+// episodesOf returns the node's episodes in the report, oldest first.
+func episodesOf(r shadow.Report, node string) []shadow.EpisodeReport {
+	var out []shadow.EpisodeReport
+	for _, e := range r.Episodes {
+		if e.Node == node {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // episodeOf returns the node's latest episode in the report.
 func episodeOf(g Gomega, r shadow.Report, node string) shadow.EpisodeReport {
 	for i := len(r.Episodes) - 1; i >= 0; i-- {
@@ -136,30 +254,14 @@ var _ = Describe("A dry run beside kube-controller-manager", Label("upstream"), 
 	It("writes nothing, never takes the real lease, and records where the two differ: a dead node both mark, taint and evict, nothing held; a partition upstream evicts through and the dry run freezes", func() {
 		s := startSideBySide()
 		ctx := context.Background()
-		f, err := fleet.Start(ctx, s.cfg, fleet.Options{
-			Nodes: 6, Zones: 2, NamePrefix: "side-" + rand.String(4) + "-", PodsPerNode: 1,
-			LeaseDurationSeconds: 2, NodeStatusUpdateFrequency: time.Second,
-			PodTolerations: []corev1.Toleration{
-				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
-				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](2)},
-			},
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(f.Close)
+		f := s.startFleet()
 		nodes := f.Nodes()
-		Eventually(func(g Gomega) {
-			for _, n := range nodes {
-				node := &corev1.Node{}
-				g.Expect(s.k8s.Get(ctx, client.ObjectKey{Name: n}, node)).To(Succeed())
-				g.Expect(fleet.ReadyIs(corev1.ConditionTrue)(node)).To(BeTrue(), "node %s not Ready", n)
-			}
-		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("the dry run leading on a lease of its own, the real one untouched")
 		Eventually(func(g Gomega) {
 			g.Expect(s.k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: controllers.DryRunLeaseName("nlc")}, &coordinationv1.Lease{})).To(Succeed())
 		}).Should(Succeed())
-		err = s.k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "nlc"}, &coordinationv1.Lease{})
+		err := s.k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "nlc"}, &coordinationv1.Lease{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the real lease was taken: %v", err)
 
 		By("a node dying: both mark it and taint it, and nothing is held")
@@ -202,28 +304,105 @@ var _ = Describe("A dry run beside kube-controller-manager", Label("upstream"), 
 		AddReportEntry("compare", s.compare(Default, "text"))
 
 		By("nothing on any Node or Pod written by the dry run")
-		nodeList := &corev1.NodeList{}
-		Expect(s.k8s.List(ctx, nodeList)).To(Succeed())
-		podList := &corev1.PodList{}
-		Expect(s.k8s.List(ctx, podList)).To(Succeed())
-		var objs []client.Object
-		for i := range nodeList.Items {
-			objs = append(objs, &nodeList.Items[i])
+		s.expectNothingWritten(sideUserAgent)
+	})
+})
+
+var _ = Describe("A dry-run process beside kube-controller-manager", Label("upstream"), func() {
+	It("records each flap of a node as an episode, keeps its comparison through a SIGKILL mid-partition, and holds when every node dies at once", func() {
+		s := startSidePlane()
+		f := s.startFleet()
+		zone0, zone1 := f.InZone(f.Zones()[0]), f.InZone(f.Zones()[1])
+		Expect(zone1).To(HaveLen(3))
+		flapper, steady := zone1[0], zone1[1]
+		id := rand.String(4)
+		dry := s.startDryRunProcess("a-" + id)
+		Eventually(s.dryRunLeader).ShouldNot(BeEmpty())
+
+		By("a node flapping: each silence past its grace is an episode both mark, ended when it is back")
+		for i := 1; i <= 2; i++ {
+			f.Stop(flapper)
+			Eventually(func(g Gomega) {
+				es := episodesOf(s.report(g), flapper)
+				g.Expect(es).To(HaveLen(i))
+				g.Expect(es[i-1].Ours.Marked).NotTo(BeNil())
+				g.Expect(es[i-1].Upstream.Marked).NotTo(BeNil())
+				g.Expect(*es[i-1].Ours.Marked).To(BeTemporally("~", *es[i-1].Upstream.Marked, sidePeriod+time.Second))
+			}).WithTimeout(sideGrace + 30*time.Second).WithPolling(time.Second).Should(Succeed())
+			f.Resume(flapper)
+			Eventually(func(g Gomega) {
+				g.Expect(episodesOf(s.report(g), flapper)[i-1].Ended).NotTo(BeNil())
+			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
 		}
-		for i := range podList.Items {
-			objs = append(objs, &podList.Items[i])
-		}
-		for _, o := range objs {
-			for _, m := range o.GetManagedFields() {
-				Expect(m.Manager).NotTo(HavePrefix(sideUserAgent), "%T %s written by the dry run", o, o.GetName())
+
+		By("four of six nodes silent: upstream taints and evicts, the dry run's freeze holds")
+		lost := append(slices.Clone(zone0), steady)
+		f.Stop(lost...)
+		heldFrozen := func(g Gomega) {
+			r := s.report(g)
+			for _, n := range lost {
+				e := episodeOf(g, r, n)
+				g.Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "upstream has not tainted %s", n)
+				g.Expect(e.Upstream.Evicted).To(Equal(1), "upstream has not evicted from %s", n)
+				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
+				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
+				g.Expect(e.NoExecuteHeld).To(Equal(disruption.HeldFrozen))
+				g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
 			}
 		}
-		events := &corev1.EventList{}
-		Expect(s.k8s.List(ctx, events)).To(Succeed())
-		for _, e := range events.Items {
-			if e.Source.Component == internalctrl.DryRunEventSource || e.ReportingController == internalctrl.DryRunEventSource {
-				Expect(e.InvolvedObject.Kind).To(Equal("ConfigMap"), "a dry-run event on %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name)
+		Eventually(heldFrozen).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("the dry run SIGKILLed mid-partition, a new process taking over from the record it kept")
+		was := s.dryRunLeader(Default)
+		dry.Kill()
+		s.startDryRunProcess("b-" + id)
+		Eventually(s.dryRunLeader).WithTimeout(leaseDuration + 20*time.Second).ShouldNot(Or(BeEmpty(), Equal(was)))
+		// The new process sees the taints upstream added; had it taken them
+		// for its own, its freeze would take them off, and it would say so.
+		Consistently(func(g Gomega) {
+			heldFrozen(g)
+			g.Expect(s.dryRunTaintEvents(g, lost)).To(BeEmpty())
+		}).WithTimeout(sideGrace + 2*time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("the partition healed: every episode ends, with what the killed process recorded in it")
+		f.Resume(lost...)
+		Eventually(func(g Gomega) {
+			r := s.report(g)
+			for _, n := range lost {
+				e := episodeOf(g, r, n)
+				g.Expect(e.Ended).NotTo(BeNil(), "the episode of %s has not ended", n)
+				g.Expect(e.Ours.Marked).NotTo(BeNil(), "the mark of %s the killed process recorded is lost", n)
+				g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
 			}
-		}
+		}).WithTimeout(40 * time.Second).WithPolling(time.Second).Should(Succeed())
+
+		By("every node dying at once: both mark every node, no NoExecute taint stays, the dry run holds")
+		all := f.Nodes()
+		f.Stop(all...)
+		Eventually(func(g Gomega) {
+			r := s.report(g)
+			for _, n := range all {
+				e := episodeOf(g, r, n)
+				g.Expect(e.Ended).To(BeNil(), "no new episode of %s", n)
+				g.Expect(e.Ours.Marked).NotTo(BeNil(), "the dry run has not marked %s", n)
+				g.Expect(e.Upstream.Marked).NotTo(BeNil(), "upstream has not marked %s", n)
+				g.Expect(*e.Ours.Marked).To(BeTemporally("~", *e.Upstream.Marked, sidePeriod+time.Second))
+				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
+				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
+			}
+			nodes := &corev1.NodeList{}
+			g.Expect(s.k8s.List(context.Background(), nodes)).To(Succeed())
+			for i := range nodes.Items {
+				for _, t := range nodes.Items[i].Spec.Taints {
+					g.Expect(t.Effect == corev1.TaintEffectNoExecute &&
+						(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)).To(BeFalse(),
+						"upstream left %s on %s with every zone down", t.Key, nodes.Items[i].Name)
+				}
+			}
+		}).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
+		AddReportEntry("compare", s.compare(Default, "text"))
+
+		By("nothing on any Node or Pod written by either dry-run process")
+		s.expectNothingWritten("node-lifecycle-controller")
 	})
 })

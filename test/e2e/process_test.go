@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
@@ -65,9 +66,16 @@ func startControllerProcess(name, leaseName string, flags ...string) *harness.Pr
 // output going to out.
 func startControllerProcessTo(out io.Writer, name, leaseName string, flags ...string) *harness.Process {
 	GinkgoHelper()
+	return startControllerProcessOn(testEnv, out, name, leaseName, flags...)
+}
+
+// startControllerProcessOn is startControllerProcessTo against the control
+// plane of env.
+func startControllerProcessOn(env *envtest.Environment, out io.Writer, name, leaseName string, flags ...string) *harness.Process {
+	GinkgoHelper()
 	dir := GinkgoT().TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	Expect(harness.WriteKubeconfig(testEnv, "node-lifecycle-controller-"+name, kubeconfig)).To(Succeed())
+	Expect(harness.WriteKubeconfig(env, "node-lifecycle-controller-"+name, kubeconfig)).To(Succeed())
 	probeAddr, err := harness.FreeLocalAddr()
 	Expect(err).NotTo(HaveOccurred())
 	args := append([]string{
