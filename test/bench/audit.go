@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// auditLog counts each controller's API requests from the kube-apiserver's
-// audit log. Each controller has its own user, and the policy logs only
-// those users, so that the fleet's heartbeats and the bench's own watches
-// cost nothing and count for no one.
+// auditLog counts a contender's API requests from the audit log of the
+// kube-apiserver of its run. Each contender has its own user, and the policy
+// logs only the users given, so that the fleet's heartbeats and the bench's
+// own watches cost nothing and count for no one.
 type auditLog struct {
 	path string
 }

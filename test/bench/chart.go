@@ -18,15 +18,17 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
-// contenderColor tells the controllers apart in every panel.
+// contenderColor tells the contenders apart in every panel.
 var contenderColor = map[string]color.Color{
 	"upstream": color.RGBA{R: 0x6b, G: 0x72, B: 0x80, A: 0xff},
 	"ours":     color.RGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff},
+	"floor":    color.RGBA{R: 0x3b, G: 0x6f, B: 0xc4, A: 0xff},
 }
 
-// chart draws four panels into path, whose extension picks the format: the
-// distributions of the mark and taint delays, and the steady state's CPU and
-// API requests.
+// chart draws six panels into path, whose extension picks the format: the
+// distributions of the mark and taint delays over every run, and the median
+// and min–max over the runs of the steady state's API requests, CPU and
+// peak memory, and of each controller's CPU and memory over the floor's.
 func (res *results) chart(path string) error {
 	marks, markNotes, err := res.delayPlot("Mark delay: seen Ready=Unknown", markDelay)
 	if err != nil {
@@ -36,22 +38,34 @@ func (res *results) chart(path string) error {
 	if err != nil {
 		return err
 	}
-	cpu, err := res.barPlot("CPU in the steady state", "CPU seconds per minute", func(r *turn) float64 { return r.CPUSecondsPerMinute })
+	api, err := spreadPlot("API requests in the steady state", "requests per minute", "%.1f",
+		res.contenderBars(func(s contenderSummary) spread { return s.RequestsPerMinute }))
 	if err != nil {
 		return err
 	}
-	api, err := res.barPlot("API requests in the steady state", "requests per minute", func(r *turn) float64 { return r.RequestsPerMinute })
+	cpu, err := spreadPlot("CPU in the steady state", "CPU seconds per minute", "%.2f",
+		res.contenderBars(func(s contenderSummary) spread { return s.CPUSecondsPerMinute }))
 	if err != nil {
 		return err
 	}
-	plots := [][]*plot.Plot{{marks, taints}, {cpu, api}}
+	rss, err := spreadPlot("Peak memory", "peak RSS (MiB)", "%.0f",
+		res.contenderBars(func(s contenderSummary) spread { return s.PeakRSSMiB }))
+	if err != nil {
+		return err
+	}
+	over, err := spreadPlot("Over the floor, round by round", "ratio to the floor's", "%.2f", res.floorBars())
+	if err != nil {
+		return err
+	}
+	addLevel(over, 1)
+	plots := [][]*plot.Plot{{marks, taints, api}, {cpu, rss, over}}
 
-	const w, h = 12 * vg.Inch, 8 * vg.Inch
+	const w, h = 16 * vg.Inch, 8 * vg.Inch
 	canvas, err := draw.NewFormattedCanvas(w, h, strings.TrimPrefix(filepath.Ext(path), "."))
 	if err != nil {
 		return fmt.Errorf("chart %s: %w", path, err)
 	}
-	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	tiles := draw.Tiles{Rows: 2, Cols: 3, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
 	canvases := plot.Align(plots, tiles, draw.New(canvas))
 	// Where the medians' labels go depends on the drawn width of a second,
 	// which only the aligned panels know. Both delay panels get the band
@@ -67,8 +81,9 @@ func (res *results) chart(path string) error {
 	return harness.WriteFile(path, canvas)
 }
 
-// delayPlot draws, for each controller, the share of stopped nodes whose
-// delay was at most x seconds after their deadline, and marks its median
+// delayPlot draws, for each controller, the share of stopped nodes, over
+// all its runs, whose delay was at most x seconds after their deadline, and
+// marks its median
 // with a line and a label in the controller's color, which also tell the
 // controllers apart: a legend would sit on a curve in one corner or another.
 func (res *results) delayPlot(title string, pick func(*stoppedNode) *float64) (*plot.Plot, *annotations, error) {
@@ -84,11 +99,15 @@ func (res *results) delayPlot(title string, pick func(*stoppedNode) *float64) (*
 		Handler: plot.DefaultTextHandler,
 	}}
 	var all [][]float64
-	for _, r := range res.Runs {
-		d := slices.Sorted(slices.Values(r.delays(pick)))
+	for _, name := range contenderNames {
+		var d []float64
+		for _, r := range named(res.Runs, name) {
+			d = append(d, r.delays(pick)...)
+		}
 		if len(d) == 0 {
 			continue
 		}
+		slices.Sort(d)
 		all = append(all, d)
 		pts := plotter.XYs{{X: d[0], Y: 0}}
 		for i, v := range d {
@@ -99,16 +118,16 @@ func (res *results) delayPlot(title string, pick func(*stoppedNode) *float64) (*
 			return nil, nil, fmt.Errorf("%s: %w", title, err)
 		}
 		line.StepStyle = plotter.PostStep
-		line.Color, line.Width = contenderColor[r.Name], vg.Points(2)
-		points.Color, points.Shape = contenderColor[r.Name], draw.CircleGlyph{}
+		line.Color, line.Width = contenderColor[name], vg.Points(2)
+		points.Color, points.Shape = contenderColor[name], draw.CircleGlyph{}
 		median := summarize(d).P50
 		mark, err := plotter.NewLine(plotter.XYs{{X: median, Y: 0}, {X: median, Y: 1}})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", title, err)
 		}
-		mark.Color, mark.Dashes = contenderColor[r.Name], []vg.Length{vg.Points(3), vg.Points(2)}
+		mark.Color, mark.Dashes = contenderColor[name], []vg.Length{vg.Points(3), vg.Points(2)}
 		p.Add(line, points, mark)
-		notes.add(median, fmt.Sprintf("%s p50 %.2fs", r.Name, median), contenderColor[r.Name])
+		notes.add(median, fmt.Sprintf("%s p50 %.2fs", name, median), contenderColor[name])
 	}
 	p.Add(plotter.NewGrid(), notes)
 	p.X.Min, p.X.Max = delayRange(all...)
@@ -260,35 +279,106 @@ func layoutAnnotations(xs []float64, widths []vg.Length, axis axisScale) []place
 	return places
 }
 
-// barPlot draws one bar per controller, its value written above it.
-func (res *results) barPlot(title, unit string, value func(*turn) float64) (*plot.Plot, error) {
+// bar is one bar of a spreadPlot: a median, with a whisker from the least
+// to the greatest value.
+type bar struct {
+	label  string
+	color  color.Color
+	spread spread
+}
+
+// contenderBars returns a bar for each contender that ran, of the spread
+// pick reads from its summary.
+func (res *results) contenderBars(pick func(contenderSummary) spread) []bar {
+	var out []bar
+	for _, s := range res.Summary {
+		if sp := pick(s); sp.N > 0 {
+			out = append(out, bar{label: s.Name, color: contenderColor[s.Name], spread: sp})
+		}
+	}
+	return out
+}
+
+// floorBars returns a bar for each controller's CPU and peak memory over the
+// floor's, in its color.
+func (res *results) floorBars() []bar {
+	var out []bar
+	for _, what := range []struct {
+		name string
+		pick func(ratioSummary) spread
+	}{
+		{"CPU", func(r ratioSummary) spread { return r.CPUSecondsPerMinute }},
+		{"RSS", func(r ratioSummary) spread { return r.PeakRSS }},
+	} {
+		for _, r := range res.Ratios {
+			num, den, _ := strings.Cut(r.Name, "/")
+			if sp := what.pick(r); den == "floor" && sp.N > 0 {
+				out = append(out, bar{label: what.name + ", " + num, color: contenderColor[num], spread: sp})
+			}
+		}
+	}
+	return out
+}
+
+// spreadPlot draws a bar per median, with a whisker from the least to the
+// greatest value and the median written above it.
+func spreadPlot(title, unit, format string, bars []bar) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = unit
-	var names []string
-	for i, r := range res.Runs {
-		bar, err := plotter.NewBarChart(plotter.Values{value(r)}, vg.Inch)
+	names := make([]string, len(bars))
+	top := 0.0
+	for i, b := range bars {
+		chart, err := plotter.NewBarChart(plotter.Values{b.spread.Median}, vg.Inch*3/4)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", title, err)
 		}
-		bar.XMin = float64(i)
-		bar.Color = contenderColor[r.Name]
-		bar.LineStyle.Width = 0
-		p.Add(bar)
+		chart.XMin = float64(i)
+		chart.Color = b.color
+		chart.LineStyle.Width = 0
+		p.Add(chart)
+		if b.spread.Max > b.spread.Min {
+			whisker, err := plotter.NewYErrorBars(whiskers{
+				XYs:     plotter.XYs{{X: float64(i), Y: b.spread.Median}},
+				YErrors: plotter.YErrors{{Low: b.spread.Median - b.spread.Min, High: b.spread.Max - b.spread.Median}},
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", title, err)
+			}
+			whisker.Width = vg.Points(1.5)
+			p.Add(whisker)
+		}
 		labels, err := plotter.NewLabels(plotter.XYLabels{
-			XYs:    []plotter.XY{{X: float64(i), Y: value(r)}},
-			Labels: []string{fmt.Sprintf("%.2f", value(r))},
+			XYs:    []plotter.XY{{X: float64(i), Y: b.spread.Max}},
+			Labels: []string{fmt.Sprintf(format, b.spread.Median)},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", title, err)
 		}
 		labels.TextStyle[0].XAlign = text.XCenter
-		labels.Offset.Y = vg.Points(2)
+		labels.Offset.Y = vg.Points(4)
 		p.Add(labels)
-		names = append(names, r.Name)
+		names[i] = b.label
+		top = max(top, b.spread.Max)
 	}
 	p.NominalX(names...)
-	// Room above the bars for their labels, and an axis even at zero.
-	p.Y.Min, p.Y.Max = 0, max(1e-3, p.Y.Max*1.15)
+	// Room above the whiskers for the labels, and an axis even at zero.
+	p.Y.Min, p.Y.Max = 0, max(1e-3, top*1.15)
 	return p, nil
+}
+
+// whiskers are the min–max ranges of a spreadPlot, around the medians.
+type whiskers struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// addLevel draws a dashed line across p at y, which the y axis keeps in
+// view.
+func addLevel(p *plot.Plot, y float64) {
+	level := plotter.NewFunction(func(float64) float64 { return y })
+	level.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	level.Color = contenderColor["floor"]
+	p.Add(level)
+	p.Y.Max = max(p.Y.Max, y*1.15)
 }

@@ -5,7 +5,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"gonum.org/v1/plot/vg"
 )
@@ -125,17 +127,60 @@ func TestChart(t *testing.T) {
 	}
 }
 
-// madeUpResults are results shaped like a bench run's: ten stopped nodes,
-// upstream up to a monitor period late, ours within a fraction of a second,
-// with medians close enough in the taint delay for their labels to meet.
+// madeUpResults are results shaped like a bench run's: two rounds of the
+// three contenders, ten stopped nodes in each controller's run, upstream up
+// to a monitor period late, ours within a fraction of a second, with
+// medians close enough in the taint delay for their labels to meet.
 func madeUpResults() *results {
-	upstream := &turn{Name: "upstream", CPUSecondsPerMinute: 0.32, RequestsPerMinute: 41}
-	ours := &turn{Name: "ours", CPUSecondsPerMinute: 0.21, RequestsPerMinute: 12}
-	for i := range 10 {
-		mark, taint := 0.4+0.45*float64(i), 0.5+0.45*float64(i)
-		upstream.Stopped = append(upstream.Stopped, stoppedNode{MarkDelay: &mark, TaintDelay: &taint})
-		ourMark, ourTaint := 0.05+0.02*float64(i), 1.6+0.3*float64(i)
-		ours.Stopped = append(ours.Stopped, stoppedNode{MarkDelay: &ourMark, TaintDelay: &ourTaint})
+	res := &results{}
+	for round := 1; round <= 2; round++ {
+		jitter := 0.05 * float64(round)
+		upstream := &turn{Name: "upstream", Round: round, Judges: true, CPUSecondsPerMinute: 0.32 + jitter, RequestsPerMinute: 41, PeakRSSBytes: 111 << 20}
+		ours := &turn{Name: "ours", Round: round, Judges: true, CPUSecondsPerMinute: 0.21 + jitter, RequestsPerMinute: 12, PeakRSSBytes: 55 << 20}
+		floor := &turn{Name: "floor", Round: round, CPUSecondsPerMinute: 0.15 + jitter, PeakRSSBytes: 40 << 20}
+		for _, r := range []*turn{upstream, ours, floor} {
+			r.SteadyEnd = time.Unix(100, 0)
+			r.Requests = map[string]requestCount{"steady": {}}
+		}
+		for i := range 10 {
+			mark, taint := 0.4+0.45*float64(i), 0.5+0.45*float64(i)
+			upstream.Stopped = append(upstream.Stopped, stoppedNode{MarkDelay: &mark, TaintDelay: &taint})
+			ourMark, ourTaint := 0.05+0.02*float64(i), 1.6+0.3*float64(i)
+			ours.Stopped = append(ours.Stopped, stoppedNode{MarkDelay: &ourMark, TaintDelay: &ourTaint})
+		}
+		res.Runs = append(res.Runs, upstream, ours, floor)
 	}
-	return &results{Runs: []*turn{upstream, ours}}
+	res.Summary, res.Ratios = summarizeRuns(res.Runs)
+	return res
+}
+
+func TestFloorBars(t *testing.T) {
+	bars := madeUpResults().floorBars()
+	var labels []string
+	for _, b := range bars {
+		labels = append(labels, b.label)
+	}
+	if want := []string{"CPU, ours", "CPU, upstream", "RSS, ours", "RSS, upstream"}; !slices.Equal(labels, want) {
+		t.Errorf("floor bars %v, want %v", labels, want)
+	}
+	// Round 1: ours 0.26 over the floor's 0.2; round 2: 0.31 over 0.25.
+	if got, want := bars[0].spread, spreadOf([]float64{0.26 / 0.2, 0.31 / 0.25}); !near(got, want) {
+		t.Errorf("CPU, ours over the floor: %+v, want %+v", got, want)
+	}
+	if got := bars[3].spread; got.N != 2 || math.Abs(got.Median-111.0/40) > 1e-9 {
+		t.Errorf("RSS, upstream over the floor: %+v, want 2 rounds of %v", got, 111.0/40)
+	}
+}
+
+func TestContenderBarsSkipWhatNoRunHas(t *testing.T) {
+	res := madeUpResults()
+	bars := res.contenderBars(func(s contenderSummary) spread {
+		if s.Name == "floor" {
+			return spread{}
+		}
+		return s.CPUSecondsPerMinute
+	})
+	if len(bars) != 2 || bars[0].label != "upstream" || bars[1].label != "ours" {
+		t.Errorf("bars %+v, want upstream and ours only", bars)
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +30,7 @@ const (
 
 // sharedFlags are the flags both controllers get, word for word.
 func sharedFlags() []string {
-	return []string{
+	return append(append([]string{
 		"--node-monitor-grace-period=" + monitorGrace.String(),
 		"--node-monitor-period=" + monitorPeriod.String(),
 		"--node-startup-grace-period=" + startupGrace.String(),
@@ -36,22 +38,32 @@ func sharedFlags() []string {
 		"--secondary-node-eviction-rate=0.01",
 		"--large-cluster-size-threshold=50",
 		"--unhealthy-zone-threshold=0.55",
-		"--kube-api-qps=20",
-		"--kube-api-burst=30",
-		"--leader-elect=false",
-	}
+	}, clientFlags()...), "--leader-elect=false")
+}
+
+// clientFlags are the client's rate limits: kube-controller-manager's
+// defaults. Of the shared flags, they are the only ones the floor takes; it
+// has no timings to follow and no lease to elect.
+func clientFlags() []string {
+	return []string{"--kube-api-qps=20", "--kube-api-burst=30"}
 }
 
 // upstreamControllers are the kube-controller-manager controllers ours
 // replaces.
 const upstreamControllers = "node-lifecycle-controller,taint-eviction-controller"
 
-// contender is one controller under test.
+// contender is one process under test: a controller, or the floor.
 type contender struct {
-	// Name is "upstream" or "ours".
+	// Name is "upstream", "ours" or "floor".
 	Name string
 	// binary is its executable.
 	binary string
+	// flags are the flags it gets beside its kubeconfig and serving flags.
+	flags []string
+	// judges is true for a controller, which marks and taints nodes, and
+	// false for the floor, which only watches: the bench stops no node in
+	// its run, for there is nothing to time.
+	judges bool
 	// serving returns the flags that make it serve on free local ports
 	// (readiness, and profiles when asked for), with the URLs to poll.
 	serving func(dir string, profile bool) (servingFlags, error)
@@ -69,16 +81,29 @@ type servingFlags struct {
 // requests apart.
 func (c contender) user() string { return "bench-" + c.Name }
 
-// pickContenders returns the controllers to run, upstream first.
-func pickContenders(c config) ([]contender, error) {
+// contenderNames are the contenders, in the order of the first round.
+var contenderNames = []string{"upstream", "ours", "floor"}
+
+// pickContenders returns the contenders to run, in the order of the first
+// round, and the binary of each. The floor's is built from source into the
+// output directory unless c.floor names one.
+func pickContenders(ctx context.Context, c config) ([]contender, error) {
 	all := []contender{
-		{Name: "upstream", binary: c.upstream, serving: upstreamServing},
-		{Name: "ours", binary: c.ours, serving: oursServing},
+		{Name: "upstream", binary: c.upstream, flags: sharedFlags(), judges: true, serving: upstreamServing},
+		{Name: "ours", binary: c.ours, flags: sharedFlags(), judges: true, serving: oursServing},
+		{Name: "floor", binary: c.floor, flags: clientFlags(), serving: floorServing},
 	}
 	var out []contender
 	for _, ct := range all {
 		if c.only != "" && c.only != ct.Name {
 			continue
+		}
+		if ct.Name == "floor" && ct.binary == "" {
+			built, err := buildFloor(ctx, c.outDir)
+			if err != nil {
+				return nil, err
+			}
+			ct.binary = built
 		}
 		if _, err := os.Stat(ct.binary); err != nil {
 			return nil, fmt.Errorf("%s binary (run `make envtest-assets build`): %w", ct.Name, err)
@@ -86,6 +111,38 @@ func pickContenders(c config) ([]contender, error) {
 		out = append(out, ct)
 	}
 	return out, nil
+}
+
+// buildFloor builds test/bench/floor into dir as `make build` builds our
+// controller, so that neither binary is built differently, and returns its
+// path. It runs in the module's root, as the bench does.
+func buildFloor(ctx context.Context, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "floor"))
+	if err != nil {
+		return "", fmt.Errorf("floor binary path: %w", err)
+	}
+	fmt.Printf("Building the floor into %s ...\n", path)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, "./test/bench/floor")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the floor: %w: %s", err, out)
+	}
+	return path, nil
+}
+
+// inRound returns the contenders in the order they run in round, counting
+// from zero: each round starts one later in the list than the one before,
+// so that over as many rounds as there are contenders each runs first,
+// second and last once.
+func inRound(contenders []contender, round int) []contender {
+	if len(contenders) == 0 {
+		return nil
+	}
+	k := round % len(contenders)
+	return append(slices.Clone(contenders[k:]), contenders[:k]...)
 }
 
 // upstreamServing makes kube-controller-manager serve HTTPS on a free
@@ -156,6 +213,29 @@ func oursServing(_ string, profile bool) (servingFlags, error) {
 	return s, nil
 }
 
+// floorServing serves the floor's probes and, when asked for, profiles on
+// free loopback ports, as oursServing does; it serves no metrics.
+func floorServing(_ string, profile bool) (servingFlags, error) {
+	probe, err := harness.FreeLocalAddr()
+	if err != nil {
+		return servingFlags{}, err
+	}
+	s := servingFlags{
+		args:     []string{"--health-probe-bind-address=" + probe},
+		readyURL: "http://" + probe + "/readyz",
+		client:   &http.Client{Timeout: 2 * time.Second},
+	}
+	if profile {
+		addr, err := harness.FreeLocalAddr()
+		if err != nil {
+			return servingFlags{}, err
+		}
+		s.args = append(s.args, "--pprof-bind-address="+addr)
+		s.profileURL = "http://" + addr + "/debug/pprof/profile"
+	}
+	return s, nil
+}
+
 // running is a contender's process, ready.
 type running struct {
 	*harness.Process
@@ -173,7 +253,7 @@ func (c contender) start(ctx context.Context, env *envtest.Environment, dir stri
 	if err != nil {
 		return nil, err
 	}
-	args := append(append([]string{"--kubeconfig=" + kubeconfig}, sharedFlags()...), s.args...)
+	args := append(append([]string{"--kubeconfig=" + kubeconfig}, c.flags...), s.args...)
 	log, err := os.Create(filepath.Join(dir, c.Name+".log"))
 	if err != nil {
 		return nil, fmt.Errorf("create the log of %s: %w", c.Name, err)

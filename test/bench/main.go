@@ -1,14 +1,19 @@
 // Command bench runs upstream kube-controller-manager's node lifecycle
-// controllers and ours side by side: one after the other, against the same
-// local control plane and the same simulated fleet, with the same flags. For
-// each it measures CPU, peak memory and API requests in a steady state, then
-// stops 1% of the nodes and measures how long after their grace deadline each
-// is marked Unknown and tainted NoExecute, and whether any other node was
-// ever judged wrongly. It writes a markdown table, the raw numbers and a
-// chart into the output folder.
+// controllers and ours side by side, with the same flags, beside a floor
+// (test/bench/floor) that only watches Nodes and node Leases. Each contender
+// runs on a fresh local control plane with a freshly started simulated
+// fleet of its own, one after the other, in rounds that rotate which goes
+// first. For each it measures CPU, peak memory and API requests in a steady
+// state; then, for the two controllers, it stops 1% of the nodes and
+// measures how long after their grace deadline each is marked Unknown and
+// tainted NoExecute, and whether any other node was ever judged wrongly. It
+// writes a markdown table (the median and spread over the rounds, and each
+// controller's cost over the floor's), the raw numbers and a chart into the
+// output folder.
 //
 // Run it with `make bench` (which builds the control plane and both
-// binaries into bin/), or:
+// controllers into bin/; the bench builds the floor into the output folder),
+// or:
 //
 //	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench --nodes=1000 --out=bin/bench
 package main
@@ -18,7 +23,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -32,10 +39,11 @@ type config struct {
 	nodes, zones, podsPerNode int
 	stopPercent               float64
 	steady                    time.Duration
+	runs                      int
 	outDir                    string
 	only                      string
 	profile                   bool
-	ours, upstream            string
+	ours, upstream, floor     string
 }
 
 // benchConfig is what the bench was asked to do.
@@ -45,14 +53,17 @@ type benchConfig struct {
 	PodsPerNode int      `json:"podsPerNode"`
 	StopPercent float64  `json:"stopPercent"`
 	Steady      string   `json:"steady"`
+	Runs        int      `json:"runs"`
 	Profile     bool     `json:"profile"`
 	Flags       []string `json:"sharedFlags"`
+	FloorFlags  []string `json:"floorFlags"`
 }
 
 func describeConfig(c config) benchConfig {
 	return benchConfig{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode,
-		StopPercent: c.stopPercent, Steady: c.steady.String(), Profile: c.profile, Flags: sharedFlags(),
+		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile,
+		Flags: sharedFlags(), FloorFlags: clientFlags(),
 	}
 }
 
@@ -65,11 +76,13 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.podsPerNode, "pods-per-node", 0, "pods bound to each node")
 	flag.Float64Var(&c.stopPercent, "stop-percent", 1, "share of the nodes, in percent, whose heartbeats stop after the steady state (at least one node)")
 	flag.DurationVar(&c.steady, "steady", 2*time.Minute, "length of the steady-state window in which CPU and API requests are measured")
-	flag.StringVar(&c.outDir, "out", "bin/bench", "directory for the results, the logs, the audit log and the profiles")
-	flag.StringVar(&c.only, "only", "", `run only one controller: "upstream" or "ours"; empty runs both, upstream first`)
-	flag.BoolVar(&c.profile, "profile", false, "save a CPU profile of each controller taken during the steady state, and its `go tool pprof -top`")
+	flag.IntVar(&c.runs, "runs", 3, "rounds: each runs every contender once, on a fresh control plane and fleet, the first round upstream, ours, floor, each next one starting one later in that list")
+	flag.StringVar(&c.outDir, "out", "bin/bench", "directory for the results, and for each run's logs, audit log and profile")
+	flag.StringVar(&c.only, "only", "", `run only one contender: "upstream", "ours" or "floor"; empty runs all three`)
+	flag.BoolVar(&c.profile, "profile", false, "save a CPU profile of each contender taken during the steady state, and its `go tool pprof -top`")
 	flag.StringVar(&c.ours, "ours", "bin/node-lifecycle-controller", "our controller binary (make build)")
 	flag.StringVar(&c.upstream, "upstream", "bin/kube-controller-manager", "the kube-controller-manager binary (make envtest-assets)")
+	flag.StringVar(&c.floor, "floor", "", "the floor binary; empty builds test/bench/floor into --out")
 	flag.Parse()
 	switch {
 	case flag.NArg() > 0:
@@ -84,8 +97,10 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--stop-percent=%v: must be in (0, 50], so that no zone is disrupted", c.stopPercent)
 	case c.steady < 10*time.Second:
 		return c, fmt.Errorf("--steady=%v: need at least 10s", c.steady)
-	case c.only != "" && c.only != "upstream" && c.only != "ours":
-		return c, fmt.Errorf(`--only=%s: must be "upstream" or "ours"`, c.only)
+	case c.runs < 1:
+		return c, fmt.Errorf("--runs=%d: need at least 1", c.runs)
+	case c.only != "" && !slices.Contains(contenderNames, c.only):
+		return c, fmt.Errorf(`--only=%s: must be "upstream", "ours" or "floor"`, c.only)
 	}
 	return c, nil
 }
@@ -97,7 +112,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	contenders, err := pickContenders(c)
+	contenders, err := pickContenders(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -107,72 +122,97 @@ func run(ctx context.Context) error {
 	}
 	defer closeLog()
 
-	audit := auditLog{path: filepath.Join(c.outDir, "audit.log")}
-	env := harness.NewEnvironment(assets)
-	if err := audit.configure(env, c.outDir, contenders); err != nil {
-		return err
+	res := &results{Config: describeConfig(c), Machine: describeMachine(c)}
+	for round := range c.runs {
+		for position, ct := range inRound(contenders, round) {
+			fmt.Printf("\n=== round %d of %d: %s ===\n", round+1, c.runs, ct.Name)
+			r, err := runAlone(ctx, c, assets, ct, round+1, position+1)
+			if r != nil {
+				res.Runs = append(res.Runs, r)
+			}
+			if err != nil {
+				return errors.Join(err, res.write(c.outDir))
+			}
+		}
 	}
-	// A new node gets a not-ready NoSchedule taint from admission, which the
-	// first controller to run would remove and the second would find gone.
-	// Without it both start from the same steady state: every node Ready,
+	res.Took = time.Since(began).Round(time.Second).String()
+	return res.write(c.outDir)
+}
+
+// runAlone gives one contender a run of its own: a fresh control plane with
+// an audit log of its requests, a fresh fleet on it, its turn, and its
+// requests counted. Nothing of an earlier run's etcd, watch cache or fleet
+// carries over. It returns what it measured so far even when it fails.
+func runAlone(ctx context.Context, c config, assets string, ct contender, round, position int) (*turn, error) {
+	dir := filepath.Join(c.outDir, fmt.Sprintf("round%d-%s", round, ct.Name))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	audit := auditLog{path: filepath.Join(dir, "audit.log")}
+	env := harness.NewEnvironment(assets)
+	if err := audit.configure(env, dir, []contender{ct}); err != nil {
+		return nil, err
+	}
+	// A new node gets a not-ready NoSchedule taint from admission, which a
+	// controller would remove at its start, in its measured run. Without it
+	// every run starts from the same steady state: every node Ready,
 	// nothing tainted, as in a cluster whose nodes registered long ago.
 	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount", "TaintNodesByCondition")
 	fmt.Printf("Starting a local control plane from %s ...\n", assets)
+	start := time.Now()
 	cfg, err := harness.StartControlPlane(env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer harness.StopControlPlane(env, "bench")
+	planeUp := time.Since(start)
 
-	res := &results{Config: describeConfig(c), Machine: describeMachine(c)}
-	f, obs, err := startFleet(ctx, cfg, c, res)
+	f, obs, fleetUp, err := startFleet(ctx, cfg, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	defer obs.stop()
 
-	b := &bench{cfg: c, env: env, fleet: f, obs: obs, victims: pickVictims(f, c.stopPercent)}
-	for _, ct := range contenders {
-		r, err := b.measure(ctx, ct)
-		if r != nil {
-			res.Runs = append(res.Runs, r)
-		}
-		if err != nil {
-			return errors.Join(err, res.write(c.outDir, audit))
-		}
+	b := &bench{cfg: c, env: env, dir: dir, fleet: f, obs: obs, victims: pickVictims(f, c.stopPercent)}
+	r, err := b.measure(ctx, ct)
+	r.Round, r.Position, r.Dir = round, position, dir
+	r.ControlPlaneStart, r.FleetStart = secs(planeUp), secs(fleetUp)
+	requests, auditErr := audit.read()
+	if auditErr == nil {
+		r.countRequests(requests)
 	}
-	res.Took = time.Since(began).Round(time.Second).String()
-	return res.write(c.outDir, audit)
+	return r, errors.Join(err, auditErr)
 }
 
 // startFleet starts the simulated nodes and a watch of them, waits until
-// every node is Ready, and labels them as kubelets would.
-func startFleet(ctx context.Context, cfg *rest.Config, c config, res *results) (*fleet.Fleet, *observer, error) {
+// every node is Ready, labels them as kubelets would, and returns how long
+// that took.
+func startFleet(ctx context.Context, cfg *rest.Config, c config) (*fleet.Fleet, *observer, time.Duration, error) {
 	start := time.Now()
 	obs, err := startObserver(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	fmt.Printf("Starting a fleet of %d nodes in %d zones, %d pods each ...\n", c.nodes, c.zones, c.podsPerNode)
 	f, err := fleet.Start(ctx, cfg, fleet.Options{Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode})
 	if err != nil {
 		obs.stop()
-		return nil, nil, fmt.Errorf("start fleet: %w", err)
+		return nil, nil, 0, fmt.Errorf("start fleet: %w", err)
 	}
 	if err := obs.waitFor(ctx, "every node Ready", 5*time.Minute, func() bool {
 		return obs.countWhere(isReady) == c.nodes
 	}); err != nil {
 		f.Close()
 		obs.stop()
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	if err := addBetaLabels(ctx, cfg, f.Nodes()); err != nil {
 		f.Close()
 		obs.stop()
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	res.FleetStart = secs(time.Since(start))
-	fmt.Printf("The fleet is Ready after %s.\n", res.FleetStart)
-	return f, obs, nil
+	took := time.Since(start)
+	fmt.Printf("The fleet is Ready after %s.\n", secs(took))
+	return f, obs, took, nil
 }

@@ -17,22 +17,35 @@ import (
 // profileLength is how long a CPU profile samples, at most.
 const profileLength = 30 * time.Second
 
-// bench is the running benchmark: one control plane and fleet, on which the
-// controllers take turns.
+// bench is one contender's run: its own control plane, fleet and watch of
+// them, and the directory of its logs.
 type bench struct {
 	cfg   config
 	env   *envtest.Environment
+	dir   string
 	fleet *fleet.Fleet
 	obs   *observer
-	// victims are the nodes stopped in every run: the same for each
-	// controller.
+	// victims are the nodes stopped in the run: the fleet's nodes are named
+	// alike in every run, so they are the same for each controller.
 	victims []string
 }
 
-// turn is what one controller's turn measured.
+// turn is what one contender's run measured.
 type turn struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command"`
+	// Round counts from 1; Position is the run's place in its round, from
+	// 1. Dir holds the run's logs, audit log and profile.
+	Round    int    `json:"round"`
+	Position int    `json:"position"`
+	Dir      string `json:"dir"`
+	// ControlPlaneStart and FleetStart are how long the run's own control
+	// plane took to start, and then its fleet to be Ready.
+	ControlPlaneStart string `json:"controlPlaneStart"`
+	FleetStart        string `json:"fleetStart"`
+	// Judges is true for a controller; the floor judges no node, and its
+	// run has no failure phase.
+	Judges bool `json:"judges"`
 
 	// The instants that bound the phases: started, serving, steady state,
 	// heartbeats stopped, every stopped node tainted (or given up on),
@@ -90,17 +103,16 @@ type stoppedNode struct {
 	MarkToTaint   *float64  `json:"markToTaintSeconds"`
 }
 
-// measure gives one controller its turn: start, settle, steady state,
-// failure, recovery, stop. It returns what it measured so far even when it
-// fails.
+// measure gives one contender its turn: start, settle, steady state, and
+// for a controller failure and recovery, then stop. It returns what it
+// measured so far even when it fails.
 func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
-	r := &turn{Name: ct.Name}
+	r := &turn{Name: ct.Name, Judges: ct.judges}
 	b.obs.beginRun()
 	defer func() { r.collect(b.obs.endRun(), b.fleet) }()
 
-	fmt.Printf("\n=== %s ===\n", ct.Name)
 	r.Started = time.Now()
-	proc, err := ct.start(ctx, b.env, b.cfg.outDir, b.cfg.profile)
+	proc, err := ct.start(ctx, b.env, b.dir, b.cfg.profile)
 	if err != nil {
 		return r, fmt.Errorf("start %s: %w", ct.Name, err)
 	}
@@ -123,11 +135,15 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 	if err := hold(ctx, proc, settle); err != nil {
 		return r, err
 	}
-	if err := r.steadyState(ctx, proc, b.cfg); err != nil {
+	if err := r.steadyState(ctx, proc, b.cfg, b.dir); err != nil {
 		return r, err
 	}
-	if err := r.failAndRecover(ctx, proc, b); err != nil {
-		return r, err
+	// The floor marks no node, so stopping some would only wait out a
+	// timeout; its peak memory is read after its steady state.
+	if ct.judges {
+		if err := r.failAndRecover(ctx, proc, b); err != nil {
+			return r, err
+		}
 	}
 	peak, err := peakRSS(proc.PID())
 	if err != nil {
@@ -154,7 +170,7 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 
 // steadyState measures CPU over the steady-state window, and takes a CPU
 // profile inside it when asked for.
-func (r *turn) steadyState(ctx context.Context, proc *running, c config) error {
+func (r *turn) steadyState(ctx context.Context, proc *running, c config, dir string) error {
 	fmt.Printf("Steady state for %v ...\n", c.steady)
 	before, err := cpuTime(proc.PID())
 	if err != nil {
@@ -163,7 +179,7 @@ func (r *turn) steadyState(ctx context.Context, proc *running, c config) error {
 	r.SteadyStart = time.Now()
 	profiled := make(chan error, 1)
 	if c.profile {
-		path := filepath.Join(c.outDir, r.Name+"-cpu.pprof")
+		path := filepath.Join(dir, r.Name+"-cpu.pprof")
 		go func() { profiled <- saveProfile(ctx, proc.serving, min(profileLength, c.steady), path) }()
 		r.Profile = path
 	} else {

@@ -48,9 +48,9 @@ func isReady(n *nodeSeen) bool { return n.ready == corev1.ConditionTrue }
 // isRecovered says whether a node is Ready and free of lifecycle taints.
 func isRecovered(n *nodeSeen) bool { return isReady(n) && n.lifecycleTaint == "" }
 
-// observer watches every Node and node Lease, from before the first
-// controller starts to the end, so that what it sees does not depend on
-// either controller.
+// observer watches every Node and node Lease of one run's control plane,
+// from before the contender starts to the end of its run, so that what it
+// sees does not depend on the contender.
 type observer struct {
 	cancel context.CancelFunc
 
@@ -59,7 +59,7 @@ type observer struct {
 	rec   *recording // nil between runs
 }
 
-// recording is what the observer saw during one controller's run.
+// recording is what the observer saw during one contender's run.
 type recording struct {
 	// stopped holds the nodes whose heartbeats were stopped, and when.
 	stopped map[string]time.Time

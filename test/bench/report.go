@@ -12,29 +12,47 @@ import (
 
 // results is everything the bench measured, as written to results.json.
 type results struct {
-	Date       string      `json:"date"`
-	Took       string      `json:"took,omitempty"`
-	FleetStart string      `json:"fleetStart"`
-	Config     benchConfig `json:"config"`
-	Machine    machine     `json:"machine"`
-	Runs       []*turn     `json:"runs"`
+	Date    string      `json:"date"`
+	Took    string      `json:"took,omitempty"`
+	Config  benchConfig `json:"config"`
+	Machine machine     `json:"machine"`
+	// Summary has, for each contender, the spread of its numbers over its
+	// runs; Ratios the spread of their ratios, round by round.
+	Summary []contenderSummary `json:"summary"`
+	Ratios  []ratioSummary     `json:"ratios"`
+	Runs    []*turn            `json:"runs"`
 }
 
-// write counts each run's API requests in the audit log, then writes
-// results.json, results.md and the chart into dir and prints the table.
-func (res *results) write(dir string, audit auditLog) error {
+// contenderSummary is how one contender's steady state varied over its runs.
+type contenderSummary struct {
+	Name                string `json:"name"`
+	CPUSecondsPerMinute spread `json:"cpuSecondsPerMinute"`
+	PeakRSSMiB          spread `json:"peakRSSMiB"`
+	RequestsPerMinute   spread `json:"requestsPerMinute"`
+}
+
+// ratioSummary is how the ratio of two contenders' numbers varied over the
+// rounds, each round's runs divided by each other.
+type ratioSummary struct {
+	// Name is "ours/upstream", "ours/floor" or "upstream/floor".
+	Name                string `json:"name"`
+	CPUSecondsPerMinute spread `json:"cpuSecondsPerMinute"`
+	PeakRSS             spread `json:"peakRSS"`
+}
+
+// ratioPairs are the ratios reported: ours against upstream, and each
+// controller against the floor.
+var ratioPairs = [][2]string{{"ours", "upstream"}, {"ours", "floor"}, {"upstream", "floor"}}
+
+// write summarizes the runs, then writes results.json, results.md and the
+// chart into dir and prints the table.
+func (res *results) write(dir string) error {
 	res.Date = time.Now().UTC().Format(time.RFC3339)
+	res.Summary, res.Ratios = summarizeRuns(res.Runs)
 	var errs []error
-	if requests, err := audit.read(); err != nil {
-		errs = append(errs, err)
-	} else {
-		for _, r := range res.Runs {
-			r.countRequests(requests)
-		}
-	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("encode results: %w", err))...)
+		return fmt.Errorf("encode results: %w", err)
 	}
 	errs = append(errs, writeFile(filepath.Join(dir, "results.json"), b))
 	md := res.markdown()
@@ -46,9 +64,89 @@ func (res *results) write(dir string, audit auditLog) error {
 	return errors.Join(errs...)
 }
 
+// The steady state's numbers, from a run that has them.
+func steadyCPU(r *turn) (float64, bool) { return r.CPUSecondsPerMinute, !r.SteadyEnd.IsZero() }
+func peakRSSMiB(r *turn) (float64, bool) {
+	return float64(r.PeakRSSBytes) / (1 << 20), r.PeakRSSBytes > 0
+}
+func steadyRequests(r *turn) (float64, bool) {
+	_, counted := r.Requests["steady"]
+	return r.RequestsPerMinute, counted
+}
+
+// summarizeRuns returns, for each contender that ran, the spread of its steady
+// CPU, peak RSS and steady requests over its runs, and the spread of the
+// ratios of ratioPairs over the rounds in which both ran.
+func summarizeRuns(runs []*turn) ([]contenderSummary, []ratioSummary) {
+	var sums []contenderSummary
+	for _, name := range contenderNames {
+		mine := named(runs, name)
+		if len(mine) == 0 {
+			continue
+		}
+		sums = append(sums, contenderSummary{
+			Name:                name,
+			CPUSecondsPerMinute: spreadOf(valuesOf(mine, steadyCPU)),
+			PeakRSSMiB:          spreadOf(valuesOf(mine, peakRSSMiB)),
+			RequestsPerMinute:   spreadOf(valuesOf(mine, steadyRequests)),
+		})
+	}
+	var ratios []ratioSummary
+	for _, p := range ratioPairs {
+		cpu, rss := roundRatios(runs, p[0], p[1], steadyCPU), roundRatios(runs, p[0], p[1], peakRSSMiB)
+		if len(cpu) == 0 && len(rss) == 0 {
+			continue
+		}
+		ratios = append(ratios, ratioSummary{Name: p[0] + "/" + p[1], CPUSecondsPerMinute: spreadOf(cpu), PeakRSS: spreadOf(rss)})
+	}
+	return sums, ratios
+}
+
+// roundRatios returns, for each round in which both a and b have the number
+// value reads, a's divided by b's.
+func roundRatios(runs []*turn, a, b string, value func(*turn) (float64, bool)) []float64 {
+	var out []float64
+	for _, ra := range named(runs, a) {
+		for _, rb := range named(runs, b) {
+			if rb.Round != ra.Round {
+				continue
+			}
+			va, aok := value(ra)
+			vb, bok := value(rb)
+			if aok && bok && vb != 0 {
+				out = append(out, va/vb)
+			}
+		}
+	}
+	return out
+}
+
+// named returns the runs of the named contender, in the order they ran.
+func named(runs []*turn, name string) []*turn {
+	var out []*turn
+	for _, r := range runs {
+		if r.Name == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// valuesOf returns the number value reads from each run that has it.
+func valuesOf(runs []*turn, value func(*turn) (float64, bool)) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if v, ok := value(r); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // phases says how long each phase of the run took.
 func (r *turn) phases() string {
-	parts := []string{"serving after " + secs(r.Serving.Sub(r.Started))}
+	parts := []string{"control plane up in " + r.ControlPlaneStart, "fleet Ready in " + r.FleetStart,
+		"serving after " + secs(r.Serving.Sub(r.Started))}
 	if !r.SteadyEnd.IsZero() {
 		parts = append(parts, "settled "+secs(r.SteadyStart.Sub(r.Serving)), "steady "+secs(r.SteadyEnd.Sub(r.SteadyStart)))
 	}
@@ -88,26 +186,55 @@ func writeFile(path string, b []byte) error {
 	return nil
 }
 
-// row is one line of the table: how to read a number from a run and print
-// it.
+// row is one line of the table: how to read a number from a contender's
+// runs and print it.
 type row struct {
 	name string
-	// value returns the number, and false when the run has none.
-	value func(r *turn) (float64, bool)
+	// value returns the number, and false when the runs have none.
+	value func(runs []*turn) (float64, bool)
 	// format prints a value; ratio says whether ours/upstream means
-	// anything for it.
-	format string
-	ratio  bool
+	// anything for it, overFloor whether a controller's over the floor's
+	// does.
+	format           string
+	ratio, overFloor bool
 }
 
-func always(f func(r *turn) float64) func(r *turn) (float64, bool) {
-	return func(r *turn) (float64, bool) { return f(r), true }
+// median is the median over the runs of what value reads from each.
+func median(value func(*turn) (float64, bool)) func([]*turn) (float64, bool) {
+	return func(runs []*turn) (float64, bool) {
+		s := spreadOf(valuesOf(runs, value))
+		return s.Median, s.N > 0
+	}
 }
 
-// delayRow is a row of one statistic of one delay.
+// judged is the median over a controller's runs of what value reads, for a
+// number only a run with a failure phase has.
+func judged(value func(*turn) float64) func([]*turn) (float64, bool) {
+	return median(func(r *turn) (float64, bool) { return value(r), r.Judges && !r.Recovered.IsZero() })
+}
+
+// total is the sum over a controller's runs of what value reads.
+func total(value func(*turn) float64) func([]*turn) (float64, bool) {
+	return func(runs []*turn) (float64, bool) {
+		sum, some := 0.0, false
+		for _, r := range runs {
+			if r.Judges {
+				sum, some = sum+value(r), true
+			}
+		}
+		return sum, some
+	}
+}
+
+// delayRow is a row of one statistic of one delay, over the stopped nodes of
+// every run.
 func delayRow(name string, pick func(*stoppedNode) *float64, stat func(summary) float64) row {
-	return row{name: name, format: "%.2f", ratio: true, value: func(r *turn) (float64, bool) {
-		s := summarize(r.delays(pick))
+	return row{name: name, format: "%.2f", ratio: true, value: func(runs []*turn) (float64, bool) {
+		var all []float64
+		for _, r := range runs {
+			all = append(all, r.delays(pick)...)
+		}
+		s := summarize(all)
 		return stat(s), s.N > 0
 	}}
 }
@@ -119,12 +246,14 @@ func maxOf(s summary) float64 { return s.Max }
 // tableRows are the rows of results.md, in order.
 func tableRows(nodes int) []row {
 	return []row{
-		{name: "nodes", format: "%.0f", value: always(func(*turn) float64 { return float64(nodes) })},
-		{name: "nodes stopped", format: "%.0f", value: always(func(r *turn) float64 { return float64(len(r.Stopped)) })},
-		{name: "CPU, steady state (s/min)", format: "%.2f", ratio: true, value: always(func(r *turn) float64 { return r.CPUSecondsPerMinute })},
-		{name: "peak RSS (MiB)", format: "%.0f", ratio: true, value: always(func(r *turn) float64 { return float64(r.PeakRSSBytes) / (1 << 20) })},
-		{name: "API requests/min, steady state", format: "%.1f", ratio: true, value: always(func(r *turn) float64 { return r.RequestsPerMinute })},
-		{name: "API requests, failure to recovery", format: "%.0f", ratio: true, value: always(func(r *turn) float64 { return float64(r.Requests["failure"].Total) })},
+		{name: "nodes", format: "%.0f", value: func(runs []*turn) (float64, bool) { return float64(nodes), len(runs) > 0 }},
+		{name: "runs", format: "%.0f", value: func(runs []*turn) (float64, bool) { return float64(len(runs)), len(runs) > 0 }},
+		{name: "nodes stopped, per run", format: "%.0f", value: judged(func(r *turn) float64 { return float64(len(r.Stopped)) })},
+		{name: "CPU, steady state (s/min), median", format: "%.2f", ratio: true, overFloor: true, value: median(steadyCPU)},
+		{name: "peak RSS (MiB), median", format: "%.0f", ratio: true, overFloor: true, value: median(peakRSSMiB)},
+		{name: "API requests/min, steady state, median", format: "%.1f", ratio: true, value: median(steadyRequests)},
+		{name: "API requests, failure to recovery, median", format: "%.0f", ratio: true,
+			value: judged(func(r *turn) float64 { return float64(r.Requests["failure"].Total) })},
 		delayRow("mark delay p50 (s)", markDelay, p50),
 		delayRow("mark delay p99 (s)", markDelay, p99),
 		delayRow("mark delay max (s)", markDelay, maxOf),
@@ -133,62 +262,50 @@ func tableRows(nodes int) []row {
 		delayRow("taint delay max (s)", taintDelay, maxOf),
 		delayRow("mark to taint p50 (s)", markToTaint, p50),
 		delayRow("mark to taint max (s)", markToTaint, maxOf),
-		{name: "stopped nodes not tainted in time", format: "%.0f", value: always(func(r *turn) float64 {
+		{name: "stopped nodes not tainted in time, all runs", format: "%.0f", value: total(func(r *turn) float64 {
 			return float64(len(r.Stopped) - len(r.delays(taintDelay)))
 		})},
-		{name: "false positives", format: "%.0f", value: always(func(r *turn) float64 { return float64(len(r.FalsePositives)) })},
+		{name: "false positives, all runs", format: "%.0f", value: total(func(r *turn) float64 { return float64(len(r.FalsePositives)) })},
 	}
-}
-
-// byName returns the run of the named controller, or nil.
-func (res *results) byName(name string) *turn {
-	for _, r := range res.Runs {
-		if r.Name == name {
-			return r
-		}
-	}
-	return nil
 }
 
 // markdown renders results.md.
 func (res *results) markdown() string {
 	var b strings.Builder
 	c, m := res.Config, res.Machine
-	fmt.Fprintf(&b, "# Node lifecycle: upstream kube-controller-manager and ours, side by side\n\n")
-	fmt.Fprintf(&b, "- Date: %s; the whole bench took %s, the fleet's start %s.\n", res.Date, orDash(res.Took), res.FleetStart)
+	fmt.Fprintf(&b, "# Node lifecycle: upstream kube-controller-manager, ours and the floor, side by side\n\n")
+	fmt.Fprintf(&b, "- Date: %s; the whole bench took %s.\n", res.Date, orDash(res.Took))
 	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, Linux %s, %s; Kubernetes %s (apiserver, etcd and kube-controller-manager built from source).\n",
 		m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.Kubernetes)
-	fmt.Fprintf(&b, "- Fleet: %d simulated nodes in %d zones, %d pods each, default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m); %v%% of the nodes stopped.\n",
+	fmt.Fprintf(&b, "- Fleet: %d simulated nodes in %d zones, %d pods each, default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m); %v%% of the nodes stopped in each controller's run.\n",
 		c.Nodes, c.Zones, c.PodsPerNode, c.StopPercent)
-	fmt.Fprintf(&b, "- Flags, identical for both: `%s`.\n", strings.Join(c.Flags, " "))
+	fmt.Fprintf(&b, "- Runs: %d round(s). Each run has a fresh control plane and a freshly started fleet of its own; "+
+		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
+	fmt.Fprintf(&b, "- Flags, identical for both controllers: `%s`. The floor (test/bench/floor) only watches Nodes and the Leases in kube-node-lease, with our controller's client settings; it gets `%s`.\n",
+		strings.Join(c.Flags, " "), strings.Join(c.FloorFlags, " "))
 	if c.Profile {
-		b.WriteString("- Each controller was profiled for up to 30s of its steady state (`--profile`), which costs both a little CPU.\n")
+		b.WriteString("- Each contender was profiled for up to 30s of its steady state (`--profile`), which costs each a little CPU.\n")
 	}
 	for _, r := range res.Runs {
-		fmt.Fprintf(&b, "- %s ran as `%s`; %s.\n", r.Name, strings.Join(r.Command, " "), r.phases())
+		fmt.Fprintf(&b, "- Round %d, %s (run %d of the round) ran as `%s`; %s.\n", r.Round, r.Name, r.Position, strings.Join(r.Command, " "), r.phases())
 	}
-	b.WriteString("\n| | upstream | ours | ours/upstream |\n|---|---:|---:|---:|\n")
-	up, ours := res.byName("upstream"), res.byName("ours")
-	for _, row := range tableRows(c.Nodes) {
-		uv, uok := value(up, row)
-		ov, ook := value(ours, row)
-		ratio := "—"
-		if row.ratio && uok && ook && uv != 0 {
-			ratio = fmt.Sprintf("%.3g", ov/uv)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", row.name, cell(uv, uok, row.format), cell(ov, ook, row.format), ratio)
-	}
+	b.WriteString("\n" + res.mainTable(c.Nodes))
+	b.WriteString("\n### Over the runs: min / median / max\n\n" + res.spreadTables())
 	b.WriteString(`
-- CPU: user and system time of the controller process (/proc/PID/stat) over the steady-state window, per minute.
-  Peak RSS: VmHWM at the end of the run.
-- API requests: from the kube-apiserver audit log, by each controller's own user, each request once
-  (by the time the apiserver received it; a watch counts when it opens).
+- CPU: user and system time of the process (/proc/PID/stat) over the steady-state window, per minute.
+  Peak RSS: VmHWM at the end of the run (for the floor, which has no failure phase, at the end of its steady state).
+  The first table gives the median over the runs, and the ratios of those medians; the second, each
+  ratio taken round by round, between the runs of one round.
+- API requests: from the kube-apiserver audit log of the run's own control plane, by the contender's
+  own user, each request once (by the time the apiserver received it; a watch counts when it opens).
 - Delays are measured by the bench's own watch, from each stopped node's deadline: its last heartbeat
-  (the later of its last Lease renewTime and its last status report) plus the grace period.
-  Mark: the bench sees Ready=Unknown. Taint: it sees node.kubernetes.io/unreachable:NoExecute.
-  The taints are rate-limited to --node-eviction-rate nodes per second and zone, the first at once, so
-  with several stopped nodes per zone the taint delay includes that queue; mark to taint shows it.
-  p99 is nearest-rank: with fewer than 100 stopped nodes it is the largest.
+  (the later of its last Lease renewTime and its last status report) plus the grace period, over the
+  stopped nodes of every run of the controller. Mark: the bench sees Ready=Unknown. Taint: it sees
+  node.kubernetes.io/unreachable:NoExecute. The taints are rate-limited to --node-eviction-rate nodes
+  per second and zone, the first at once, so with several stopped nodes per zone the taint delay
+  includes that queue; mark to taint shows it. p99 is nearest-rank: with fewer than 100 stopped nodes
+  it is the largest. The floor judges no node: no node is stopped in its runs, and "—" stands for
+  what it does not do.
 - False positives: nodes that were not stopped yet were seen not Ready, or with a not-ready or
   unreachable taint, at any time from the controller's start to the end of its run.
 `)
@@ -196,11 +313,58 @@ func (res *results) markdown() string {
 	return b.String()
 }
 
-func value(r *turn, rw row) (float64, bool) {
-	if r == nil {
-		return 0, false
+// mainTable is the table of medians and pooled delays, and their ratios.
+func (res *results) mainTable(nodes int) string {
+	var b strings.Builder
+	b.WriteString("| | upstream | ours | floor | ours/upstream | ours/floor | upstream/floor |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	up, ours, floor := named(res.Runs, "upstream"), named(res.Runs, "ours"), named(res.Runs, "floor")
+	for _, rw := range tableRows(nodes) {
+		uv, uok := rw.value(up)
+		ov, ook := rw.value(ours)
+		fv, fok := rw.value(floor)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", rw.name,
+			cell(uv, uok, rw.format), cell(ov, ook, rw.format), cell(fv, fok, rw.format),
+			ratioCell(ov, ook, uv, uok, rw.ratio), ratioCell(ov, ook, fv, fok, rw.overFloor), ratioCell(uv, uok, fv, fok, rw.overFloor))
 	}
-	return rw.value(r)
+	return b.String()
+}
+
+// spreadTables are the spreads of the steady state's numbers per contender,
+// and of their ratios round by round.
+func (res *results) spreadTables() string {
+	var b strings.Builder
+	b.WriteString("| | upstream | ours | floor |\n|---|---:|---:|---:|\n")
+	sums := map[string]contenderSummary{}
+	for _, s := range res.Summary {
+		sums[s.Name] = s
+	}
+	for _, rw := range []struct {
+		name, format string
+		pick         func(contenderSummary) spread
+	}{
+		{"CPU, steady state (s/min)", "%.2f", func(s contenderSummary) spread { return s.CPUSecondsPerMinute }},
+		{"peak RSS (MiB)", "%.0f", func(s contenderSummary) spread { return s.PeakRSSMiB }},
+		{"API requests/min, steady state", "%.1f", func(s contenderSummary) spread { return s.RequestsPerMinute }},
+	} {
+		fmt.Fprintf(&b, "| %s |", rw.name)
+		for _, name := range contenderNames {
+			fmt.Fprintf(&b, " %s |", rw.pick(sums[name]).format(rw.format))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n| round by round | CPU, steady state | peak RSS |\n|---|---:|---:|\n")
+	for _, r := range res.Ratios {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Name, r.CPUSecondsPerMinute.format("%.3g"), r.PeakRSS.format("%.3g"))
+	}
+	return b.String()
+}
+
+// ratioCell prints a/b when the row has that ratio and both are known.
+func ratioCell(a float64, aok bool, b float64, bok bool, has bool) string {
+	if !has || !aok || !bok || b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3g", a/b)
 }
 
 func cell(v float64, ok bool, format string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
@@ -45,3 +46,36 @@ func (r *turn) delays(pick func(*stoppedNode) *float64) []float64 {
 func markDelay(n *stoppedNode) *float64   { return n.MarkDelay }
 func taintDelay(n *stoppedNode) *float64  { return n.TaintDelay }
 func markToTaint(n *stoppedNode) *float64 { return n.MarkToTaint }
+
+// spread is how one number varied over the rounds: its least, median and
+// greatest value, and over how many runs.
+type spread struct {
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// spreadOf returns the spread of values. The median of an even count is the
+// mean of the middle two, as a reader computes it from the runs listed: of
+// gonum's quantiles, Empirical would take the lower of them.
+func spreadOf(values []float64) spread {
+	if len(values) == 0 {
+		return spread{}
+	}
+	v := slices.Sorted(slices.Values(values))
+	n := len(v)
+	median := v[n/2]
+	if n%2 == 0 {
+		median = (v[n/2-1] + v[n/2]) / 2
+	}
+	return spread{N: n, Min: v[0], Median: median, Max: v[n-1]}
+}
+
+// format prints a spread as "min / median / max", "—" when it is empty.
+func (s spread) format(verb string) string {
+	if s.N == 0 {
+		return "—"
+	}
+	return fmt.Sprintf(verb+" / "+verb+" / "+verb, s.Min, s.Median, s.Max)
+}

@@ -48,3 +48,41 @@ func TestSummarizeMatchesNearestRankAtEverySize(t *testing.T) {
 		}
 	}
 }
+
+func TestSpreadOf(t *testing.T) {
+	tests := []struct {
+		name   string
+		values []float64
+		want   spread
+	}{
+		{name: "none", want: spread{}},
+		{name: "one", values: []float64{2.5}, want: spread{N: 1, Min: 2.5, Median: 2.5, Max: 2.5}},
+		{name: "two: the median is their mean", values: []float64{3, 1}, want: spread{N: 2, Min: 1, Median: 2, Max: 3}},
+		{name: "three, unsorted", values: []float64{5, 1, 2}, want: spread{N: 3, Min: 1, Median: 2, Max: 5}},
+		{name: "four", values: []float64{4, 1, 3, 2}, want: spread{N: 4, Min: 1, Median: 2.5, Max: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := spreadOf(tt.values); got != tt.want {
+				t.Errorf("spreadOf(%v) = %+v, want %+v", tt.values, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSpreadOfLeavesItsInputAlone(t *testing.T) {
+	v := []float64{3, 1, 2}
+	spreadOf(v)
+	if v[0] != 3 || v[1] != 1 || v[2] != 2 {
+		t.Errorf("spreadOf sorted its input: %v", v)
+	}
+}
+
+func TestSpreadFormat(t *testing.T) {
+	if got, want := (spread{N: 3, Min: 1, Median: 1.234, Max: 2}).format("%.2f"), "1.00 / 1.23 / 2.00"; got != want {
+		t.Errorf("format = %q, want %q", got, want)
+	}
+	if got, want := (spread{}).format("%.2f"), "—"; got != want {
+		t.Errorf("format of no runs = %q, want %q", got, want)
+	}
+}
