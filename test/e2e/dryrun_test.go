@@ -228,6 +228,21 @@ func (s *sideBySide) report(g Gomega) shadow.Report {
 	return r
 }
 
+// expectHeldFrozen checks that upstream tainted each of the nodes and
+// evicted its pod, and the dry run did neither, its partition freeze
+// holding both.
+func expectHeldFrozen(g Gomega, r shadow.Report, nodes []string) {
+	for _, n := range nodes {
+		e := episodeOf(g, r, n)
+		g.Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "upstream has not tainted %s", n)
+		g.Expect(e.Upstream.Evicted).To(Equal(1), "upstream has not evicted from %s", n)
+		g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
+		g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
+		g.Expect(e.NoExecuteHeld).To(Equal(disruption.HeldFrozen))
+		g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
+	}
+}
+
 // episodesOf returns the node's episodes in the report, oldest first.
 func episodesOf(r shadow.Report, node string) []shadow.EpisodeReport {
 	var out []shadow.EpisodeReport
@@ -288,15 +303,7 @@ var _ = Describe("A dry run beside kube-controller-manager", Label("upstream"), 
 		f.Stop(lost...)
 		Eventually(func(g Gomega) {
 			r := s.report(g)
-			for _, n := range lost {
-				e := episodeOf(g, r, n)
-				g.Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "upstream has not tainted %s", n)
-				g.Expect(e.Upstream.Evicted).To(Equal(1), "upstream has not evicted from %s", n)
-				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
-				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
-				g.Expect(e.NoExecuteHeld).To(Equal(disruption.HeldFrozen))
-				g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
-			}
+			expectHeldFrozen(g, r, lost)
 			g.Expect(r.Summary.TaintedUpstreamHeld).To(HaveKeyWithValue(disruption.HeldFrozen, len(lost)))
 		}).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
 		Eventually(func(g Gomega) string { return s.compare(g, "text") }).Should(
@@ -338,18 +345,7 @@ var _ = Describe("A dry-run process beside kube-controller-manager", Label("upst
 		By("four of six nodes silent: upstream taints and evicts, the dry run's freeze holds")
 		lost := append(slices.Clone(zone0), steady)
 		f.Stop(lost...)
-		heldFrozen := func(g Gomega) {
-			r := s.report(g)
-			for _, n := range lost {
-				e := episodeOf(g, r, n)
-				g.Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "upstream has not tainted %s", n)
-				g.Expect(e.Upstream.Evicted).To(Equal(1), "upstream has not evicted from %s", n)
-				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
-				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
-				g.Expect(e.NoExecuteHeld).To(Equal(disruption.HeldFrozen))
-				g.Expect(e.EvictionsHeld).To(Equal(disruption.HeldFrozen))
-			}
-		}
+		heldFrozen := func(g Gomega) { expectHeldFrozen(g, s.report(g), lost) }
 		Eventually(heldFrozen).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
 
 		By("the dry run SIGKILLed mid-partition, a new process taking over from the record it kept")
