@@ -243,6 +243,18 @@ func expectHeldFrozen(g Gomega, r shadow.Report, nodes []string) {
 	}
 }
 
+// expectMarkedByBoth expects both controllers to have marked the episode's
+// node, ours no later than upstream's by more than a monitor period and a
+// second: ours marks at the deadline, upstream at its next monitor pass.
+// Upstream's pass can come later still on a loaded machine, so only the
+// one side is bounded.
+func expectMarkedByBoth(g Gomega, e shadow.EpisodeReport) {
+	g.Expect(e.Ours.Marked).NotTo(BeNil(), "the dry run has not marked %s", e.Node)
+	g.Expect(e.Upstream.Marked).NotTo(BeNil(), "upstream has not marked %s", e.Node)
+	g.Expect(*e.Ours.Marked).To(BeTemporally("<=", e.Upstream.Marked.Add(sidePeriod+time.Second)),
+		"the dry run marked %s after upstream by more than a monitor period", e.Node)
+}
+
 // episodesOf returns the node's episodes in the report, oldest first.
 func episodesOf(r shadow.Report, node string) []shadow.EpisodeReport {
 	var out []shadow.EpisodeReport
@@ -332,9 +344,7 @@ var _ = Describe("A dry-run process beside kube-controller-manager", Label("upst
 			Eventually(func(g Gomega) {
 				es := episodesOf(s.report(g), flapper)
 				g.Expect(es).To(HaveLen(i))
-				g.Expect(es[i-1].Ours.Marked).NotTo(BeNil())
-				g.Expect(es[i-1].Upstream.Marked).NotTo(BeNil())
-				g.Expect(*es[i-1].Ours.Marked).To(BeTemporally("~", *es[i-1].Upstream.Marked, sidePeriod+time.Second))
+				expectMarkedByBoth(g, es[i-1])
 			}).WithTimeout(sideGrace + 30*time.Second).WithPolling(time.Second).Should(Succeed())
 			f.Resume(flapper)
 			Eventually(func(g Gomega) {
@@ -372,7 +382,7 @@ var _ = Describe("A dry-run process beside kube-controller-manager", Label("upst
 			}
 		}).WithTimeout(40 * time.Second).WithPolling(time.Second).Should(Succeed())
 
-		By("every node dying at once: both mark every node, no NoExecute taint stays, the dry run holds")
+		By("every node dying at once: both mark every node, the dry run holds, and upstream keeps no taint the comparison does not show held")
 		all := f.Nodes()
 		f.Stop(all...)
 		Eventually(func(g Gomega) {
@@ -380,22 +390,40 @@ var _ = Describe("A dry-run process beside kube-controller-manager", Label("upst
 			for _, n := range all {
 				e := episodeOf(g, r, n)
 				g.Expect(e.Ended).To(BeNil(), "no new episode of %s", n)
-				g.Expect(e.Ours.Marked).NotTo(BeNil(), "the dry run has not marked %s", n)
-				g.Expect(e.Upstream.Marked).NotTo(BeNil(), "upstream has not marked %s", n)
-				g.Expect(*e.Ours.Marked).To(BeTemporally("~", *e.Upstream.Marked, sidePeriod+time.Second))
+				expectMarkedByBoth(g, e)
+			}
+		}).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
+		// Past the pods' toleration, a dry run that meant to taint or
+		// evict would have said so.
+		Consistently(func(g Gomega) {
+			r := s.report(g)
+			for _, n := range all {
+				e := episodeOf(g, r, n)
 				g.Expect(e.Ours.NoExecute).To(BeEmpty(), "the dry run tainted %s", n)
 				g.Expect(e.Ours.Evicted).To(BeZero(), "the dry run evicted from %s", n)
 			}
-			nodes := &corev1.NodeList{}
-			g.Expect(s.k8s.List(context.Background(), nodes)).To(Succeed())
-			for i := range nodes.Items {
-				for _, t := range nodes.Items[i].Spec.Taints {
-					g.Expect(t.Effect == corev1.TaintEffectNoExecute &&
-						(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)).To(BeFalse(),
-						"upstream left %s on %s with every zone down", t.Key, nodes.Items[i].Name)
+		}).WithTimeout(sideGrace).WithPolling(time.Second).Should(Succeed())
+		// kube-controller-manager takes its NoExecute taints off when it
+		// finds every zone down, judging by the Nodes it listed at the
+		// start of that monitor pass: a taint it added to a zone that went
+		// down a pass earlier can land after the list and stay. Whatever
+		// stays, the comparison must show upstream's and the dry run's hold.
+		nodes := &corev1.NodeList{}
+		Expect(s.k8s.List(context.Background(), nodes)).To(Succeed())
+		r := s.report(Default)
+		for i := range nodes.Items {
+			for _, t := range nodes.Items[i].Spec.Taints {
+				if t.Effect != corev1.TaintEffectNoExecute ||
+					t.Key != corev1.TaintNodeUnreachable && t.Key != corev1.TaintNodeNotReady {
+					continue
 				}
+				e := episodeOf(Default, r, nodes.Items[i].Name)
+				Expect(e.Upstream.NoExecute).NotTo(BeEmpty(), "%s on %s is missing from the comparison", t.Key, nodes.Items[i].Name)
+				Expect(e.NoExecuteHeld).NotTo(BeEmpty(), "upstream's %s on %s is not shown held by the dry run", t.Key, nodes.Items[i].Name)
+				AddReportEntry("upstream kept a NoExecute taint with every zone down",
+					nodes.Items[i].Name+": "+t.Key+"; ours held it: "+e.NoExecuteHeld)
 			}
-		}).WithTimeout(sideGrace + 40*time.Second).WithPolling(time.Second).Should(Succeed())
+		}
 		AddReportEntry("compare", s.compare(Default, "text"))
 
 		By("nothing on any Node or Pod written by either dry-run process")
