@@ -57,6 +57,10 @@ type APIClock interface {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	Client client.Client
+	// Marks, when set, writes the marks: a client with a rate limit of its
+	// own, so that a mark never waits in a client's rate limiter behind
+	// taints, pod writes or events. nil means Client.
+	Marks client.StatusClient
 	// APIReader reads from the apiserver directly; it confirms a silence
 	// before a node is marked, so that a lagging watch never marks a live
 	// node dead.
@@ -140,14 +144,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	settings := r.settings(ctx, node)
 	v := health.Judge(node, obs.LastHeartbeat, settings.Grace, now)
 
+	marked := false
 	if v.Expired {
-		node, v, err = r.markUnreachable(ctx, node, v, settings.Grace, now)
+		node, v, marked, err = r.markUnreachable(ctx, node, v, settings.Grace, now)
 		if err != nil {
 			return r.settle(ctx, req.Name, err)
 		}
-	}
-	if err := r.reconcileTaints(ctx, node, now); err != nil {
-		return r.settle(ctx, req.Name, err)
 	}
 	if v.Expired && !r.Guard.Silent(node.Name) {
 		// The node has just gone silent: see how many others are fading
@@ -159,6 +161,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := maintenance.Of(node, settings.MaintenanceGrace, r.apiSkew)
 	inMaintenance := m.Holds(now)
 	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, inMaintenance, now, r.apiSkew), now), now)
+	if marked {
+		// Other nodes' marks come before this node's taints and pods: its
+		// deadline wake was queued ahead of other work, and the rest of
+		// its look goes back behind it.
+		moveState(r.Tracker.Judged(node.Name, v), v.State)
+		r.wakes.clear(node.Name)
+		r.wakes.now(node.Name)
+		return ctrl.Result{}, nil
+	}
+	if err := r.reconcileTaints(ctx, node, now); err != nil {
+		return r.settle(ctx, req.Name, err)
+	}
 	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
 	if err != nil {
 		return r.settle(ctx, req.Name, err)

@@ -2,7 +2,11 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,13 +85,34 @@ func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs 
 	return f
 }
 
-// reconcile reconciles n1. Its result's RequeueAfter tells when the node is
-// looked at next: its wake.
+// reconcile reconciles n1, as the work queue would: again while its wake
+// is due at once, as it is after a mark, which leaves the rest of the look
+// to the node's next turn. Its result's RequeueAfter tells when the node
+// is looked at next: its wake.
 func (f *fixture) reconcile(t *testing.T) ctrl.Result {
+	t.Helper()
+	return f.reconcileNode(t, req)
+}
+
+// reconcileNode is reconcile for any node.
+func (f *fixture) reconcileNode(t *testing.T, req ctrl.Request) ctrl.Result {
 	t.Helper()
 	res, err := f.r.Reconcile(context.Background(), req)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
+	}
+	for turns := 1; ; turns++ {
+		at, ok := f.r.wakes.when(req.Name)
+		if !ok || at.After(f.clock.Now()) {
+			break
+		}
+		if turns == 3 {
+			t.Fatalf("n1 is looked at again and again at %v", at)
+		}
+		f.r.wakes.clear(req.Name)
+		if res, err = f.r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
 	}
 	if at, ok := f.r.wakes.when(req.Name); ok {
 		if d := at.Sub(f.clock.Now()); res.RequeueAfter == 0 || d < res.RequeueAfter {
@@ -255,9 +280,15 @@ func TestADeletedNodeIsForgotten(t *testing.T) {
 	}
 }
 
-func TestNodeDeletedDuringTheLiveRead(t *testing.T) {
+func TestNodeDeletedBeforeItsMark(t *testing.T) {
+	// The apiserver has neither the node nor its Lease any more; the
+	// cache has not heard of it yet.
 	live := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
-	f := newFixture(t, []client.Object{readyNode()}, live, nil)
+	f := newFixture(t, []client.Object{readyNode()}, live, &interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return apierrors.NewNotFound(corev1.Resource("nodes"), "n1")
+		},
+	})
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)
 	if res := f.reconcile(t); res.RequeueAfter != 0 {
@@ -333,5 +364,75 @@ func TestRegisteredSince(t *testing.T) {
 		if got := registeredSince(node, start); got != c.want {
 			t.Errorf("created %v, started %v: registeredSince = %v, want %v", c.created, start, got, c.want)
 		}
+	}
+}
+
+// TestAMarkCostsTheLeaseReadAndThePatch: with nothing changed since the
+// cache saw the node, a mark reads the Lease live and patches the node's
+// status, locked to the cached resourceVersion; the Node is not read live.
+func TestAMarkCostsTheLeaseReadAndThePatch(t *testing.T) {
+	var mu sync.Mutex
+	var reads []string
+	var patches []string
+	base := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(readyNode(), nodeLease(t0)).Build()
+	live := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			mu.Lock()
+			reads = append(reads, fmt.Sprintf("%T", obj))
+			mu.Unlock()
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, live, &interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			data, err := p.Data(obj)
+			if err != nil {
+				return err
+			}
+			patches = append(patches, string(data))
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	cachedVersion := f.node(t).ResourceVersion
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionUnknown {
+		t.Fatalf("not marked: %s", got)
+	}
+	if want := []string{"*v1.Lease"}; !slices.Equal(reads, want) {
+		t.Fatalf("live reads %v, want %v", reads, want)
+	}
+	if len(patches) != 1 || !strings.Contains(patches[0], `"resourceVersion":"`+cachedVersion+`"`) {
+		t.Fatalf("patches %v, want one locked to resourceVersion %s", patches, cachedVersion)
+	}
+}
+
+// TestAStatusHeartbeatTheCacheMissedFailsTheMark: the kubelet posted its
+// status after the cache's copy, so the patch locked to that copy fails;
+// the Node read live then shows the heartbeat, and the node is not marked.
+func TestAStatusHeartbeatTheCacheMissedFailsTheMark(t *testing.T) {
+	fresh := readyNode()
+	fresh.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(45 * time.Second))
+	live := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(fresh, nodeLease(t0)).Build()
+	conflicts := 0
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, live, &interceptor.Funcs{
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			conflicts++
+			return apierrors.NewConflict(corev1.Resource("nodes"), obj.GetName(), errors.New("the object has been modified"))
+		},
+	})
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	res := f.reconcile(t)
+	if got := readyOf(f.node(t)).Status; got != corev1.ConditionTrue {
+		t.Fatalf("a live node was marked %s", got)
+	}
+	if conflicts != 1 {
+		t.Fatalf("%d patches refused, want the one locked to the cached copy", conflicts)
+	}
+	if res.RequeueAfter != grace.Monitor {
+		t.Fatalf("RequeueAfter = %v, want a fresh grace period %v from the status heartbeat", res.RequeueAfter, grace.Monitor)
 	}
 }

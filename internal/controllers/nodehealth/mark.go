@@ -16,18 +16,36 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
 
-// markUnreachable marks a node whose deadline passed. It first reads the node
-// and its Lease live: a heartbeat the cache had not shown yet cancels the
-// verdict, and the node is judged again from what the apiserver holds. It
-// returns the node as it now is and the verdict that stands.
-func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, grace health.Grace, now time.Time) (*corev1.Node, health.Verdict, error) {
-	log := ctrl.LoggerFrom(ctx)
+// markUnreachable marks a node whose deadline passed. It returns the node as
+// it now is, the verdict that stands, and whether it marked the node.
+//
+// A mark costs two requests in the common case: the node's Lease read live,
+// and the mark itself, a status patch locked to the resourceVersion of the
+// cached node. A heartbeat the cache had not shown yet cancels the mark
+// either way: one in the Lease is in the live read, one in the Node's status
+// changed its resourceVersion and fails the patch. Only then is the Node
+// read live (markLive), and the node judged again from what the apiserver
+// holds.
+func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v health.Verdict, grace health.Grace, now time.Time) (*corev1.Node, health.Verdict, bool, error) {
 	if _, changed := health.MarkUnknown(cached.Status.Conditions, cached.CreationTimestamp, metav1.NewTime(now)); !changed {
-		return cached, v, nil
+		return cached, v, false, nil
 	}
+	lease, err := getLease(ctx, r.APIReader, cached.Name)
+	if err != nil {
+		return nil, v, false, fmt.Errorf("read lease live: %w", err)
+	}
+	node, v, marked, err := r.markIfSilent(ctx, cached, lease, v, grace)
+	if !apierrors.IsConflict(err) {
+		return node, v, marked, err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Node changed since the cache saw it; reading it live before marking")
+	return r.markLive(ctx, cached, v, grace)
+}
 
-	// The Node and its Lease are read side by side: a mark waits for one
-	// round trip to the apiserver, not two.
+// markLive reads the node and its Lease live, side by side, so that a mark
+// waits for one round trip and not two, and marks the node if they show no
+// heartbeat since its deadline.
+func (r *Reconciler) markLive(ctx context.Context, cached *corev1.Node, v health.Verdict, grace health.Grace) (*corev1.Node, health.Verdict, bool, error) {
 	type leaseRead struct {
 		lease *coordinationv1.Lease
 		err   error
@@ -41,27 +59,35 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	nodeErr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), node)
 	read := <-leaseDone
 	if nodeErr != nil {
-		return nil, v, fmt.Errorf("read node %q live: %w", cached.Name, nodeErr)
+		return nil, v, false, fmt.Errorf("read node %q live: %w", cached.Name, nodeErr)
 	}
 	if read.err != nil {
-		return nil, v, fmt.Errorf("read lease live: %w", read.err)
+		return nil, v, false, fmt.Errorf("read lease live: %w", read.err)
 	}
-	lease := read.lease
+	return r.markIfSilent(ctx, node, read.lease, v, grace)
+}
+
+// markIfSilent marks the node Unknown unless the node, as given, or its
+// Lease, read live, shows a heartbeat that moves its deadline. The patch is
+// locked to node's resourceVersion: it fails with a conflict if the Node
+// changed since.
+func (r *Reconciler) markIfSilent(ctx context.Context, node *corev1.Node, lease *coordinationv1.Lease, v health.Verdict, grace health.Grace) (*corev1.Node, health.Verdict, bool, error) {
+	log := ctrl.LoggerFrom(ctx)
 	// What the reads show is as of now, not as of the reconcile's start:
 	// a read held up by a hung apiserver returns long after it was sent.
-	now = r.Clock.Now()
+	now := r.Clock.Now()
 	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
 	if obs.Renewed {
 		log.V(1).Info("Live read found a heartbeat the cache had not shown; not marking",
 			"deadline", v.Deadline)
-		return node, health.Judge(node, obs.LastHeartbeat, grace, now), nil
+		return node, health.Judge(node, obs.LastHeartbeat, grace, now), false, nil
 	}
 	if r.Sight != nil {
 		if blind, since := r.Sight.Blind(); blind {
 			// The live read was sent before an outage and answered after
 			// it, before any request sent since: its kubelets have had
 			// no chance to write yet.
-			return nil, v, fmt.Errorf("node %q: %w since %v", node.Name, errBlind, since)
+			return nil, v, false, fmt.Errorf("node %q: %w since %v", node.Name, errBlind, since)
 		}
 	}
 	if again := health.Judge(node, obs.LastHeartbeat, grace, now); !again.Expired {
@@ -69,18 +95,19 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 		// excused: the node's deadline moved on.
 		log.V(1).Info("Deadline moved while the node was read; not marking",
 			"deadline", v.Deadline, "newDeadline", again.Deadline)
-		return node, again, nil
+		return node, again, false, nil
 	}
 
 	conds, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(r.stamp(now)))
 	if !changed {
-		return node, v, nil
+		return node, v, false, nil
 	}
 	wasReady := health.ReadyCondition(node)
-	base := node.DeepCopy()
+	base := node
+	node = node.DeepCopy()
 	node.Status.Conditions = conds
-	if err := r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return nil, v, fmt.Errorf("patch node %q status: %w", node.Name, err)
+	if err := r.marks().Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return nil, v, false, fmt.Errorf("patch node %q status: %w", node.Name, err)
 	}
 
 	delay := r.Clock.Since(v.Deadline)
@@ -92,7 +119,15 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	if wasReady != nil && wasReady.Status == corev1.ConditionTrue {
 		r.eventNotReady(node)
 	}
-	return node, v, nil
+	return node, v, true, nil
+}
+
+// marks returns the client that writes marks.
+func (r *Reconciler) marks() client.StatusClient {
+	if r.Marks != nil {
+		return r.Marks
+	}
+	return r.Client
 }
 
 // reconcileTaints brings the node's NoSchedule condition taints in line with

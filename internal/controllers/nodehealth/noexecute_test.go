@@ -77,9 +77,7 @@ func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {
 	}
 	f.clock.Step(grace.Monitor)
 	f.reconcile(t)
-	if _, err := f.r.Reconcile(context.Background(), r2); err != nil {
-		t.Fatal(err)
-	}
+	f.reconcileNode(t, r2)
 	if at, ok := f.r.wakes.when("n2"); !ok || at.Sub(f.clock.Now()) != 10*time.Second {
 		t.Fatalf("second node: next look at %v, %v; want in 10s at 0.1 nodes/s", at, ok)
 	}

@@ -7,11 +7,14 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -58,12 +61,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
 			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
+		WatchesRawSource(source.Channel(r.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+			GenericFunc: enqueueFirst})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Policies != nil {
 		// A policy change can move any node's deadline or pool.
 		b = b.WatchesRawSource(r.Policies.Nodes(nil))
 	}
 	return b.Complete(r)
+}
+
+// markPriority is the work queue priority of a node whose deadline has
+// passed. Watch events and other wakes come at the queue's default, 0, and
+// the nodes listed at start below it: a mark never waits behind them, however
+// many nodes a zone's change of state sends to the queue.
+const markPriority = 100
+
+// enqueueFirst queues the event's node ahead of work of lower priority.
+func enqueueFirst(_ context.Context, e event.TypedGenericEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(markPriority)}, req)
+		return
+	}
+	q.Add(req)
 }
 
 // leaseToNode maps a node Lease to the Node of the same name.
@@ -127,7 +148,7 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 		case <-t.C():
 			now := ticker.Now()
 			r.tick(ctx, now)
-			r.wakes.now(r.Tracker.Overdue(now)...)
+			r.wakes.overdue(r.Tracker.Overdue(now)...)
 		}
 	}
 }

@@ -40,8 +40,9 @@ type wakes struct {
 	at     map[string]wake
 	queue  wakeQueue
 	signal chan struct{}
-	// events feeds the controller's work queue.
-	events chan event.TypedGenericEvent[*corev1.Node]
+	// events feeds the controller's work queue; urgent feeds it the nodes
+	// whose deadline has passed, ahead of any other work (markPriority).
+	events, urgent chan event.TypedGenericEvent[*corev1.Node]
 }
 
 // wake is one node's next look: at a time, and whether the time is its
@@ -53,7 +54,8 @@ type wake struct {
 
 func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wakes {
 	return &wakes{clock: clk, deadline: deadline, at: make(map[string]wake),
-		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node])}
+		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node]),
+		urgent: make(chan event.TypedGenericEvent[*corev1.Node])}
 }
 
 // atDeadline sets the node's wake for its grace deadline t, in place of any
@@ -67,6 +69,18 @@ func (w *wakes) atDeadline(name string, t time.Time) {
 // after makes the node's next look come at t at the latest.
 func (w *wakes) after(name string, t time.Time) {
 	w.set(name, wake{at: t}, false)
+}
+
+// overdue looks at once at the named nodes, whose deadline the caller
+// found passed, as at a deadline: ahead of other work if it still has.
+func (w *wakes) overdue(names ...string) {
+	if w == nil || len(names) == 0 {
+		return
+	}
+	t := w.clock.Now()
+	for _, name := range names {
+		w.set(name, wake{at: t, deadline: true}, false)
+	}
 }
 
 // now looks at the named nodes at once. It never blocks.
@@ -132,7 +146,7 @@ func (w *wakes) Start(ctx context.Context) error {
 			// made, and a timer made then would wait too long.
 			if now := w.clock.Now(); !next.After(now) {
 				timer.Stop()
-				if !w.send(ctx, w.due(now)) {
+				if !w.sendDue(ctx, now) {
 					return nil
 				}
 				continue
@@ -147,7 +161,7 @@ func (w *wakes) Start(ctx context.Context) error {
 			return nil
 		case <-w.signal:
 		case <-fire:
-			if !w.send(ctx, w.due(w.clock.Now())) {
+			if !w.sendDue(ctx, w.clock.Now()) {
 				return nil
 			}
 		}
@@ -172,9 +186,9 @@ func (w *wakes) next() (time.Time, bool) {
 }
 
 // due takes every wake that has come at now and returns the nodes to look
-// at: a deadline wake whose deadline moved is set again for the new one.
-func (w *wakes) due(now time.Time) []string {
-	var due []string
+// at: first those whose deadline has passed, then the rest. A deadline wake
+// whose deadline moved is set again for the new one.
+func (w *wakes) due(now time.Time) (expired, rest []string) {
 	var deadlines []string
 	w.mu.Lock()
 	for len(w.queue) > 0 && !w.queue[0].at.After(now) {
@@ -187,7 +201,7 @@ func (w *wakes) due(now time.Time) []string {
 		if e.deadline {
 			deadlines = append(deadlines, q.name)
 		} else {
-			due = append(due, q.name)
+			rest = append(rest, q.name)
 		}
 	}
 	w.mu.Unlock()
@@ -196,18 +210,25 @@ func (w *wakes) due(now time.Time) []string {
 			w.set(name, wake{at: d, deadline: true}, false)
 			continue
 		}
-		due = append(due, name)
+		expired = append(expired, name)
 	}
-	return due
+	return expired, rest
+}
+
+// sendDue queues the nodes whose wake has come at now, those whose deadline
+// passed ahead of the rest; false when ctx ended first.
+func (w *wakes) sendDue(ctx context.Context, now time.Time) bool {
+	expired, rest := w.due(now)
+	return w.send(ctx, w.urgent, expired) && w.send(ctx, w.events, rest)
 }
 
 // send queues the nodes for a reconcile; false when ctx ended first.
-func (w *wakes) send(ctx context.Context, names []string) bool {
+func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*corev1.Node], names []string) bool {
 	for _, name := range names {
 		n := &corev1.Node{}
 		n.Name = name
 		select {
-		case w.events <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
+		case to <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
 		case <-ctx.Done():
 			return false
 		}

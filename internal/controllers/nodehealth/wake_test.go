@@ -12,7 +12,8 @@ import (
 )
 
 // startWakes runs w until the test ends and returns the nodes it queues, in
-// batches of those due together.
+// batches of those due together. A node queued ahead of other work, its
+// deadline passed, is named with a leading "!".
 func startWakes(t *testing.T, w *wakes) <-chan []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -23,20 +24,26 @@ func startWakes(t *testing.T, w *wakes) <-chan []string {
 		var batch []string
 		for {
 			select {
+			case e := <-w.urgent:
+				batch = append(batch, "!"+e.Object.Name)
 			case e := <-w.events:
 				batch = append(batch, e.Object.Name)
-				// A batch ends when nothing else is due at once.
-				select {
-				case e := <-w.events:
-					batch = append(batch, e.Object.Name)
-					continue
-				case <-time.After(50 * time.Millisecond):
-				}
-				queued <- slices.Sorted(slices.Values(batch))
-				batch = nil
 			case <-ctx.Done():
 				return
 			}
+			// A batch ends when nothing else is due at once.
+			for more := true; more; {
+				select {
+				case e := <-w.urgent:
+					batch = append(batch, "!"+e.Object.Name)
+				case e := <-w.events:
+					batch = append(batch, e.Object.Name)
+				case <-time.After(50 * time.Millisecond):
+					more = false
+				}
+			}
+			queued <- slices.Sorted(slices.Values(batch))
+			batch = nil
 		}
 	}()
 	t.Cleanup(func() {
@@ -81,15 +88,15 @@ func TestWakesReconcileOnlyPassedDeadlines(t *testing.T) {
 	mu.Unlock()
 
 	stepTo(clk, 10*time.Second)
-	if got := <-queued; !slices.Equal(got, []string{"silent"}) {
-		t.Fatalf("at 10s queued %v, want [silent]", got)
+	if got := <-queued; !slices.Equal(got, []string{"!silent"}) {
+		t.Fatalf("at 10s queued %v, want [!silent]", got)
 	}
 	if at, ok := w.when("renewed"); !ok || !at.Equal(t0.Add(18*time.Second)) {
 		t.Fatalf("renewed node's wake = %v, %v; want 18s", at, ok)
 	}
 	stepTo(clk, 18*time.Second)
-	if got := <-queued; !slices.Equal(got, []string{"renewed"}) {
-		t.Fatalf("at 18s queued %v, want [renewed]", got)
+	if got := <-queued; !slices.Equal(got, []string{"!renewed"}) {
+		t.Fatalf("at 18s queued %v, want [!renewed]", got)
 	}
 	select {
 	case got := <-queued:
@@ -126,5 +133,27 @@ func TestWakesKeepTheEarliestLook(t *testing.T) {
 	w.atDeadline("a", t0.Add(time.Hour))
 	if at, _ := w.when("a"); !at.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("a's next look at %v, want its deadline", at)
+	}
+}
+
+// TestWakesQueueOverdueNodesFirst: a node the resync finds overdue is
+// queued ahead of other work if its deadline still has passed when its
+// wake comes, and set again for its deadline if a heartbeat moved it; a
+// node looked at for anything else is queued behind.
+func TestWakesQueueOverdueNodesFirst(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	deadlines := map[string]time.Time{"overdue": t0.Add(-time.Second), "heard": t0.Add(time.Minute), "other": t0.Add(time.Minute)}
+	w := newWakes(clk, func(name string) (time.Time, bool) {
+		d, ok := deadlines[name]
+		return d, ok
+	})
+	w.overdue("overdue", "heard")
+	w.now("other")
+	queued := startWakes(t, w)
+	if got := <-queued; !slices.Equal(got, []string{"!overdue", "other"}) {
+		t.Fatalf("queued %v, want [!overdue other]", got)
+	}
+	if at, ok := w.when("heard"); !ok || !at.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("heard node's wake = %v, %v; want its deadline", at, ok)
 	}
 }
