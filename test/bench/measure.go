@@ -99,8 +99,12 @@ type stoppedNode struct {
 	LastHeartbeat time.Time `json:"lastHeartbeat"`
 	Deadline      time.Time `json:"deadline"`
 	MarkDelay     *float64  `json:"markDelaySeconds"`
-	TaintDelay    *float64  `json:"taintDelaySeconds"`
-	MarkToTaint   *float64  `json:"markToTaintSeconds"`
+	// OwnMarkDelay is the mark's delay as the controller timed it, from
+	// the deadline it computed to its write: MarkDelay less the watches'
+	// delivery, to it and to the bench. Only our controller logs it.
+	OwnMarkDelay *float64 `json:"ownMarkDelaySeconds,omitempty"`
+	TaintDelay   *float64 `json:"taintDelaySeconds"`
+	MarkToTaint  *float64 `json:"markToTaintSeconds"`
 }
 
 // measure gives one contender its turn: start, settle, steady state, and
@@ -109,7 +113,12 @@ type stoppedNode struct {
 func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 	r := &turn{Name: ct.Name, Judges: ct.judges}
 	b.obs.beginRun()
-	defer func() { r.collect(b.obs.endRun(), b.fleet) }()
+	defer func() {
+		r.collect(b.obs.endRun(), b.fleet)
+		if err := r.collectOwn(filepath.Join(b.dir, ct.Name+".log")); err != nil {
+			fmt.Printf("No mark delays by %s's own clock: %v\n", ct.Name, err)
+		}
+	}()
 
 	r.Started = time.Now()
 	proc, err := ct.start(ctx, b.env, b.dir, b.cfg.profile)
@@ -266,6 +275,24 @@ func (r *turn) collect(rec *recording, f *fleet.Fleet) {
 		r.Stopped = append(r.Stopped, n)
 	}
 	slices.SortFunc(r.Stopped, func(a, b stoppedNode) int { return strings.Compare(a.Node, b.Node) })
+}
+
+// collectOwn adds to the stopped nodes the mark delays the controller logged
+// by its own clock.
+func (r *turn) collectOwn(log string) error {
+	if !r.Judges {
+		return nil
+	}
+	own, err := ownMarkDelays(log)
+	if err != nil {
+		return err
+	}
+	for i := range r.Stopped {
+		if d, ok := own[r.Stopped[i].Node]; ok {
+			r.Stopped[i].OwnMarkDelay = seconds(d)
+		}
+	}
+	return nil
 }
 
 // pickVictims chooses percent of the nodes, at least one, spread evenly over

@@ -43,9 +43,10 @@ func (r *turn) delays(pick func(*stoppedNode) *float64) []float64 {
 	return out
 }
 
-func markDelay(n *stoppedNode) *float64   { return n.MarkDelay }
-func taintDelay(n *stoppedNode) *float64  { return n.TaintDelay }
-func markToTaint(n *stoppedNode) *float64 { return n.MarkToTaint }
+func markDelay(n *stoppedNode) *float64    { return n.MarkDelay }
+func ownMarkDelay(n *stoppedNode) *float64 { return n.OwnMarkDelay }
+func taintDelay(n *stoppedNode) *float64   { return n.TaintDelay }
+func markToTaint(n *stoppedNode) *float64  { return n.MarkToTaint }
 
 // spread is how one number varied over the rounds: its least, median and
 // greatest value, and over how many runs.
