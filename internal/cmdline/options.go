@@ -132,8 +132,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Path to a kubeconfig file. Empty means in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
 	fs.StringVar(&o.Master, "master", o.Master, "Address of the apiserver, overriding the one in --kubeconfig.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
-		"Requests per second the controller may send to the apiserver, sustained, for each kind of object it reads or writes; "+
-			"the marks of nodes have a limit of their own, so that none waits behind taints or pod writes. Higher than "+
+		"Requests per second the controller may send to the apiserver, sustained, for each kind of object it reads or writes. Higher than "+
 			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait.")
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Requests the controller may send to the apiserver in a burst above --kube-api-qps, with the same division.")

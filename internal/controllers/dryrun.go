@@ -28,9 +28,7 @@ const DryRunEventSource = "node-lifecycle-controller-dry-run"
 // kube-controller-manager's event sources, or in a dry run a client that
 // writes nothing and a recorder whose events land on the dry run's record.
 type writers struct {
-	client client.Client
-	// marks writes the nodes' marks with a rate limit of its own.
-	marks     client.StatusClient
+	client    client.Client
 	apiReader client.Reader
 	upstream  *upstreamEvents
 	dry       *shadow.Shadow
@@ -41,15 +39,6 @@ type writers struct {
 func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents, holds shadow.Holds, clk clock.WithTicker) (*writers, error) {
 	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), upstream: upstream}
 	if !opts.DryRun {
-		// A client of its own has rate limiters of its own, built from
-		// the same --kube-api-qps and --kube-api-burst: a mark never waits
-		// in one behind taints, pod writes or a burst of other work.
-		marks, err := client.New(mgr.GetConfig(), client.Options{
-			HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return nil, fmt.Errorf("build the client that writes marks: %w", err)
-		}
-		w.marks = marks
 		return w, nil
 	}
 	ns, name, err := opts.DryRunRecordKey()
@@ -61,7 +50,6 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	w.dry = shadow.New(shadow.NewRecord(), clk, shadow.Retarget(upstream.For(DryRunEventSource), own))
 	w.dry.Holds = holds
 	w.client = w.dry.Client(mgr.GetClient())
-	w.marks = w.client
 	w.apiReader = w.dry.Reader(mgr.GetAPIReader())
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return w.dry.Watch(ctx, mgr.GetCache())

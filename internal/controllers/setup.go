@@ -113,7 +113,6 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	r := &nodehealth.Reconciler{
 		Client:    w.client,
-		Marks:     w.marks,
 		APIReader: w.apiReader,
 		Clock:     clk,
 		Recorder:  w.recorder(nodehealth.EventSource),

@@ -57,10 +57,6 @@ type APIClock interface {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	Client client.Client
-	// Marks, when set, writes the marks: a client with a rate limit of its
-	// own, so that a mark never waits in a client's rate limiter behind
-	// taints, pod writes or events. nil means Client.
-	Marks client.StatusClient
 	// APIReader reads from the apiserver directly; it confirms a silence
 	// before a node is marked, so that a lagging watch never marks a live
 	// node dead.

@@ -106,7 +106,7 @@ func (r *Reconciler) markIfSilent(ctx context.Context, node *corev1.Node, lease 
 	base := node
 	node = node.DeepCopy()
 	node.Status.Conditions = conds
-	if err := r.marks().Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, v, false, fmt.Errorf("patch node %q status: %w", node.Name, err)
 	}
 
@@ -120,14 +120,6 @@ func (r *Reconciler) markIfSilent(ctx context.Context, node *corev1.Node, lease 
 		r.eventNotReady(node)
 	}
 	return node, v, true, nil
-}
-
-// marks returns the client that writes marks.
-func (r *Reconciler) marks() client.StatusClient {
-	if r.Marks != nil {
-		return r.Marks
-	}
-	return r.Client
 }
 
 // reconcileTaints brings the node's NoSchedule condition taints in line with
