@@ -1,7 +1,6 @@
 package nodehealth
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -104,7 +103,7 @@ func (w *wakes) set(name string, e wake, replace bool) {
 		return
 	}
 	w.at[name] = e
-	heap.Push(&w.queue, queued{at: e.at, name: name})
+	w.queue.push(queued{at: e.at, name: name})
 	if w.queue[0].name == name && w.queue[0].at.Equal(e.at) {
 		select {
 		case w.signal <- struct{}{}:
@@ -180,7 +179,7 @@ func (w *wakes) next() (time.Time, bool) {
 		if e, ok := w.at[q.name]; ok && e.at.Equal(q.at) {
 			return q.at, true
 		}
-		heap.Pop(&w.queue)
+		w.queue.pop()
 	}
 	return time.Time{}, false
 }
@@ -192,7 +191,7 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 	var deadlines []string
 	w.mu.Lock()
 	for len(w.queue) > 0 && !w.queue[0].at.After(now) {
-		q := heap.Pop(&w.queue).(queued)
+		q := w.queue.pop()
 		e, ok := w.at[q.name]
 		if !ok || !e.at.Equal(q.at) {
 			continue
@@ -243,20 +242,48 @@ type queued struct {
 	name string
 }
 
-// wakeQueue is a min-heap of wakes by time.
+// wakeQueue is a min-heap of wakes by time. It is written out rather than
+// built on container/heap, whose interface takes and returns entries as any:
+// each push and pop would allocate, and a healthy fleet pushes and pops a
+// wake per node per grace period.
 type wakeQueue []queued
 
-func (q wakeQueue) Len() int           { return len(q) }
-func (q wakeQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q wakeQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+// push adds an entry.
+func (q *wakeQueue) push(e queued) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h[i].at.Before(h[parent].at) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
 
-// Push adds an entry; heap.Push calls it.
-func (q *wakeQueue) Push(x any) { *q = append(*q, x.(queued)) }
-
-// Pop removes the last entry; heap.Pop calls it.
-func (q *wakeQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
+// pop removes and returns the earliest entry; the queue must not be empty.
+func (q *wakeQueue) pop() queued {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = queued{} // let the name go
+	h = h[:last]
+	for i := 0; ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h[l].at.Before(h[least].at) {
+			least = l
+		}
+		if r < len(h) && h[r].at.Before(h[least].at) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*q = h
+	return top
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -155,5 +156,25 @@ func TestWakesQueueOverdueNodesFirst(t *testing.T) {
 	}
 	if at, ok := w.when("heard"); !ok || !at.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("heard node's wake = %v, %v; want its deadline", at, ok)
+	}
+}
+
+// TestWakeQueueOrdersByTime: whatever the order of pushes, pops come
+// earliest first, equal times included.
+func TestWakeQueueOrdersByTime(t *testing.T) {
+	offsets := []int{7, 3, 9, 3, 0, 12, 5, 1, 8, 8, 2, 11, 6, 4, 10}
+	var q wakeQueue
+	for i, o := range offsets {
+		q.push(queued{at: t0.Add(time.Duration(o) * time.Second), name: strconv.Itoa(i)})
+	}
+	want := slices.Sorted(slices.Values(offsets))
+	for i, o := range want {
+		got := q.pop()
+		if !got.at.Equal(t0.Add(time.Duration(o) * time.Second)) {
+			t.Fatalf("pop %d: %v, want +%ds", i, got.at.Sub(t0), o)
+		}
+	}
+	if len(q) != 0 {
+		t.Fatalf("%d left after every pop", len(q))
 	}
 }
