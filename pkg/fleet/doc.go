@@ -1,6 +1,8 @@
 // Package fleet runs simulated nodes against a real apiserver: each node is a
 // reporter (package pkg/reporter) writing its Lease and status the way
-// a kubelet does, all through one shared heartbeat client. Test suites use it
+// a kubelet does, all through one shared heartbeat client. Pods bound to the
+// nodes, if asked for, go through a client and connection of their own, so
+// that they never hold a heartbeat back. Test suites use it
 // to give envtest, which has no kubelets, nodes that live, die and recover:
 //
 //	f, err := fleet.Start(ctx, cfg, fleet.Options{Nodes: 6, Zones: 3})

@@ -90,6 +90,13 @@ type Fleet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// pods is the client of the pods, nil without them; closePods closes
+	// its idle connections.
+	pods      kubernetes.Interface
+	closePods func()
+	// podCreation is how long Start took to create the pods.
+	podCreation time.Duration
+
 	names   []string
 	members map[string]*member
 }
@@ -150,10 +157,16 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 		return nil, err
 	}
 	if opts.PodsPerNode > 0 {
+		if f.pods, f.closePods, err = newPodClient(cfg); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		began := opts.Clock.Now()
 		if err := f.createPods(ctx); err != nil {
 			f.Close()
 			return nil, err
 		}
+		f.podCreation = opts.Clock.Since(began)
 	}
 	return f, nil
 }
@@ -163,7 +176,14 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 func (f *Fleet) Close() {
 	f.cancel()
 	f.wg.Wait()
+	if f.closePods != nil {
+		f.closePods()
+	}
 }
+
+// PodCreation is how long Start took to create the pods and mark them
+// running, on the fleet's clock; zero without pods.
+func (f *Fleet) PodCreation() time.Duration { return f.podCreation }
 
 // Client is the fleet's shared heartbeat client.
 func (f *Fleet) Client() kubernetes.Interface { return f.client }
