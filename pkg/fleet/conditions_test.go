@@ -1,8 +1,6 @@
 package fleet
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -111,7 +107,7 @@ func TestConditionsOutliveReports(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := t.Context()
 
-	f, err := Start(ctx, conditionsStartEnv(t), Options{
+	f, err := Start(ctx, startControlPlane(t), Options{
 		Nodes:      2,
 		NamePrefix: "conditions-",
 		// Report at every sync, so that a report follows soon after the
@@ -171,28 +167,4 @@ func TestConditionsOutliveReports(t *testing.T) {
 	g.Expect(f.ClearCondition(ctx, node, corev1.NodeMaintenanceInProgress)).To(Succeed(), "clearing an absent condition")
 	g.Eventually(readyHeartbeat).Should(BeTemporally(">=", cleared.Truncate(time.Second).Add(2*time.Second)))
 	g.Expect(find(get(g, node), corev1.NodeMaintenanceInProgress)).To(BeNil(), "MaintenanceInProgress back after a report")
-}
-
-// conditionsStartEnv starts a control plane, stopped when the test ends,
-// and returns the admin's rest config.
-func conditionsStartEnv(t *testing.T) *rest.Config {
-	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/")
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Fatalf("kube-apiserver missing from KUBEBUILDER_ASSETS (run `make envtest-assets`): %v", err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	return cfg
 }
