@@ -65,8 +65,20 @@ func (res *results) chart(path string) error {
 	if err != nil {
 		return fmt.Errorf("chart %s: %w", path, err)
 	}
-	tiles := draw.Tiles{Rows: 2, Cols: 3, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	canvases := plot.Align(plots, tiles, draw.New(canvas))
+	// A caption above the panels says what the fleet was, so that the
+	// chart, shown alone, still says what it was measured with.
+	caption := text.Style{
+		Font:    font.From(plot.DefaultFont, vg.Points(12)),
+		Handler: plot.DefaultTextHandler,
+		Color:   color.Black,
+		XAlign:  text.XCenter,
+		YAlign:  text.YTop,
+	}
+	captionHeight := caption.FontExtents().Height + vg.Inch/8
+	tiles := draw.Tiles{Rows: 2, Cols: 3, PadX: vg.Inch / 4, PadY: vg.Inch / 4, PadTop: vg.Inch/8 + captionHeight, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	dc := draw.New(canvas)
+	dc.FillText(caption, vg.Point{X: w / 2, Y: h - vg.Inch/8}, "Fleet: "+res.Config.fleetLoad())
+	canvases := plot.Align(plots, tiles, dc)
 	// Where the medians' labels go depends on the drawn width of a second,
 	// which only the aligned panels know. Both delay panels get the band
 	// of the one that needs more rows, so that their shares stay level.

@@ -132,7 +132,7 @@ func TestChart(t *testing.T) {
 // to a monitor period late, ours within a fraction of a second, with
 // medians close enough in the taint delay for their labels to meet.
 func madeUpResults() *results {
-	res := &results{}
+	res := &results{Config: describeConfig(config{nodes: 1000, zones: 3, podsPerNode: 30, podStatusEvery: 5 * time.Minute})}
 	for round := 1; round <= 2; round++ {
 		jitter := 0.05 * float64(round)
 		upstream := &turn{Name: "upstream", Round: round, Judges: true, CPUSecondsPerMinute: 0.32 + jitter, RequestsPerMinute: 41, PeakRSSBytes: 111 << 20}

@@ -3,7 +3,9 @@
 // (test/bench/floor) that only watches Nodes and node Leases. Each contender
 // runs on a fresh local control plane with a freshly started simulated
 // fleet of its own, one after the other, in rounds that rotate which goes
-// first. For each it measures CPU, peak memory and API requests in a steady
+// first. The fleet's nodes run pods (30 each unless --pods-per-node says
+// otherwise) whose statuses change all along (--pod-status-every), as in a
+// real cluster, where pods outnumber nodes and change far more often. For each it measures CPU, peak memory and API requests in a steady
 // state; then, for the two controllers, it stops 1% of the nodes and
 // measures how long after their grace deadline each is marked Unknown and
 // tainted NoExecute, and whether any other node was ever judged wrongly. It
@@ -34,9 +36,21 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
+// The fleet's pods, unless the command line says otherwise: 30 a node, the
+// low end of what real clusters run (pods outnumber nodes 30 to 100 times),
+// each pod's status written every 5 minutes. At 1,000 nodes that is 30,000
+// pods and 100 status writes a second, the same order as the nodes' own
+// 100 Lease renewals a second, and what a 2-core machine carries beside
+// the control plane and the contender.
+const (
+	defaultPodsPerNode    = 30
+	defaultPodStatusEvery = 5 * time.Minute
+)
+
 // config is what the command line sets.
 type config struct {
 	nodes, zones, podsPerNode int
+	podStatusEvery            time.Duration
 	stopPercent               float64
 	steady                    time.Duration
 	runs                      int
@@ -48,22 +62,47 @@ type config struct {
 
 // benchConfig is what the bench was asked to do.
 type benchConfig struct {
-	Nodes       int      `json:"nodes"`
-	Zones       int      `json:"zones"`
-	PodsPerNode int      `json:"podsPerNode"`
-	StopPercent float64  `json:"stopPercent"`
-	Steady      string   `json:"steady"`
-	Runs        int      `json:"runs"`
-	Profile     bool     `json:"profile"`
-	Flags       []string `json:"sharedFlags"`
-	FloorFlags  []string `json:"floorFlags"`
+	Nodes       int `json:"nodes"`
+	Zones       int `json:"zones"`
+	PodsPerNode int `json:"podsPerNode"`
+	// PodStatusEvery is how often each pod's status is written, empty
+	// when never; PodStatusWritesPerSecond is the rate that makes for the
+	// whole fleet.
+	PodStatusEvery           string   `json:"podStatusEvery,omitempty"`
+	PodStatusWritesPerSecond float64  `json:"podStatusWritesPerSecond"`
+	StopPercent              float64  `json:"stopPercent"`
+	Steady                   string   `json:"steady"`
+	Runs                     int      `json:"runs"`
+	Profile                  bool     `json:"profile"`
+	Flags                    []string `json:"sharedFlags"`
+	FloorFlags               []string `json:"floorFlags"`
 }
 
 func describeConfig(c config) benchConfig {
-	return benchConfig{
+	d := benchConfig{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode,
 		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile,
 		Flags: sharedFlags(), FloorFlags: clientFlags(),
+	}
+	if c.podsPerNode > 0 && c.podStatusEvery > 0 {
+		d.PodStatusEvery = c.podStatusEvery.String()
+		d.PodStatusWritesPerSecond = float64(c.nodes*c.podsPerNode) / c.podStatusEvery.Seconds()
+	}
+	return d
+}
+
+// fleetLoad says what the fleet runs: its nodes, their pods and how often
+// the pods' statuses are written.
+func (c benchConfig) fleetLoad() string {
+	s := fmt.Sprintf("%d nodes in %d zones", c.Nodes, c.Zones)
+	switch {
+	case c.PodsPerNode == 0:
+		return s + ", no pods"
+	case c.PodStatusEvery == "":
+		return s + fmt.Sprintf(", %d pods each (%d pods), no pod status written after start", c.PodsPerNode, c.Nodes*c.PodsPerNode)
+	default:
+		return s + fmt.Sprintf(", %d pods each (%d pods), each pod's status written every %s (%.1f writes/s)",
+			c.PodsPerNode, c.Nodes*c.PodsPerNode, c.PodStatusEvery, c.PodStatusWritesPerSecond)
 	}
 }
 
@@ -73,7 +112,9 @@ func parseFlags() (config, error) {
 	var c config
 	flag.IntVar(&c.nodes, "nodes", 1000, "number of simulated nodes")
 	flag.IntVar(&c.zones, "zones", 3, "number of zones the nodes are spread over")
-	flag.IntVar(&c.podsPerNode, "pods-per-node", 0, "pods bound to each node")
+	flag.IntVar(&c.podsPerNode, "pods-per-node", defaultPodsPerNode, "running pods bound to each node (real clusters run 30 to 100 times as many pods as nodes); 0 runs none")
+	flag.DurationVar(&c.podStatusEvery, "pod-status-every", defaultPodStatusEvery, "how often each pod's status is written, as its kubelet reports a container restart, spread evenly over the pods and over time; "+
+		"the default at 1000 nodes of 30 pods is 100 writes/s, as many as the nodes' Lease renewals; 0 writes none")
 	flag.Float64Var(&c.stopPercent, "stop-percent", 1, "share of the nodes, in percent, whose heartbeats stop after the steady state (at least one node)")
 	flag.DurationVar(&c.steady, "steady", 2*time.Minute, "length of the steady-state window in which CPU and API requests are measured")
 	flag.IntVar(&c.runs, "runs", 3, "rounds: each runs every contender once, on a fresh control plane and fleet, the first round upstream, ours, floor, each next one starting one later in that list")
@@ -93,6 +134,8 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--nodes=%d: need at least one node per zone", c.nodes)
 	case c.podsPerNode < 0:
 		return c, fmt.Errorf("--pods-per-node=%d: must not be negative", c.podsPerNode)
+	case c.podStatusEvery < 0:
+		return c, fmt.Errorf("--pod-status-every=%v: must not be negative", c.podStatusEvery)
 	case !(c.stopPercent > 0 && c.stopPercent <= 50):
 		return c, fmt.Errorf("--stop-percent=%v: must be in (0, 50], so that no zone is disrupted", c.stopPercent)
 	case c.steady < 10*time.Second:
@@ -178,6 +221,9 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 	r, err := b.measure(ctx, ct)
 	r.Round, r.Position, r.Dir = round, position, dir
 	r.ControlPlaneStart, r.FleetStart = secs(planeUp), secs(fleetUp)
+	if c.podsPerNode > 0 {
+		r.PodCreation = secs(f.PodCreation())
+	}
 	requests, auditErr := audit.read()
 	if auditErr == nil {
 		r.countRequests(requests)
@@ -185,20 +231,28 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 	return r, errors.Join(err, auditErr)
 }
 
-// startFleet starts the simulated nodes and a watch of them, waits until
-// every node is Ready, labels them as kubelets would, and returns how long
-// that took.
+// startFleet starts the simulated nodes, their pods and a watch of the
+// nodes, waits until every node is Ready, labels them as kubelets would,
+// and returns how long that took. It comes before the contender starts, so
+// that creating the pods, which takes the most of it, stays out of every
+// measured window; the pods' statuses are written from then on, in every
+// contender's run alike.
 func startFleet(ctx context.Context, cfg *rest.Config, c config) (*fleet.Fleet, *observer, time.Duration, error) {
 	start := time.Now()
 	obs, err := startObserver(ctx, cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	fmt.Printf("Starting a fleet of %d nodes in %d zones, %d pods each ...\n", c.nodes, c.zones, c.podsPerNode)
-	f, err := fleet.Start(ctx, cfg, fleet.Options{Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode})
+	fmt.Printf("Starting a fleet of %s ...\n", describeConfig(c).fleetLoad())
+	f, err := fleet.Start(ctx, cfg, fleet.Options{
+		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, PodStatusEvery: c.podStatusEvery,
+	})
 	if err != nil {
 		obs.stop()
 		return nil, nil, 0, fmt.Errorf("start fleet: %w", err)
+	}
+	if c.podsPerNode > 0 {
+		fmt.Printf("Created %d pods in %s.\n", c.nodes*c.podsPerNode, secs(f.PodCreation()))
 	}
 	if err := obs.waitFor(ctx, "every node Ready", 5*time.Minute, func() bool {
 		return obs.countWhere(isReady) == c.nodes

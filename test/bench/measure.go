@@ -40,9 +40,11 @@ type turn struct {
 	Position int    `json:"position"`
 	Dir      string `json:"dir"`
 	// ControlPlaneStart and FleetStart are how long the run's own control
-	// plane took to start, and then its fleet to be Ready.
+	// plane took to start, and then its fleet to be Ready; PodCreation is
+	// the part of FleetStart spent creating the pods.
 	ControlPlaneStart string `json:"controlPlaneStart"`
 	FleetStart        string `json:"fleetStart"`
+	PodCreation       string `json:"podCreation,omitempty"`
 	// Judges is true for a controller; the floor judges no node, and its
 	// run has no failure phase.
 	Judges bool `json:"judges"`
@@ -74,6 +76,11 @@ type turn struct {
 	Requests map[string]requestCount `json:"requests"`
 	// RequestsPerMinute is the steady state's rate.
 	RequestsPerMinute float64 `json:"requestsPerMinute"`
+	// PodStatusWritesPerSecond is the rate at which the fleet wrote pod
+	// statuses in the steady state, the load every contender's run should
+	// share; PodStatusWriteFailures counts the writes that failed in it.
+	PodStatusWritesPerSecond float64 `json:"podStatusWritesPerSecond"`
+	PodStatusWriteFailures   int64   `json:"podStatusWriteFailures"`
 
 	// Stopped has one entry per stopped node.
 	Stopped []stoppedNode `json:"stopped"`
@@ -144,9 +151,11 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 	if err := hold(ctx, proc, settle); err != nil {
 		return r, err
 	}
+	podWrites := b.fleet.PodStatusWrites()
 	if err := r.steadyState(ctx, proc, b.cfg, b.dir); err != nil {
 		return r, err
 	}
+	r.countPodWrites(podWrites, b.fleet.PodStatusWrites())
 	// The floor marks no node, so stopping some would only wait out a
 	// timeout; its peak memory is read after its steady state.
 	if ct.judges {
@@ -203,6 +212,15 @@ func (r *turn) steadyState(ctx context.Context, proc *running, c config, dir str
 	r.CPUSecondsPerMinute = (after - before).Seconds() / r.SteadyEnd.Sub(r.SteadyStart).Minutes()
 	fmt.Printf("%s used %.2f CPU s/min in the steady state.\n", r.Name, r.CPUSecondsPerMinute)
 	return nil
+}
+
+// countPodWrites records the fleet's pod status writes over the steady
+// state, from its counts at the start and at the end.
+func (r *turn) countPodWrites(start, end fleet.PodStatusWrites) {
+	if d := r.SteadyEnd.Sub(r.SteadyStart); d > 0 {
+		r.PodStatusWritesPerSecond = float64(end.Written-start.Written) / d.Seconds()
+	}
+	r.PodStatusWriteFailures = end.Failed - start.Failed
 }
 
 // failAndRecover stops the victims' heartbeats, waits until each is marked

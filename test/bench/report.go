@@ -145,10 +145,16 @@ func valuesOf(runs []*turn, value func(*turn) (float64, bool)) []float64 {
 
 // phases says how long each phase of the run took.
 func (r *turn) phases() string {
-	parts := []string{"control plane up in " + r.ControlPlaneStart, "fleet Ready in " + r.FleetStart,
-		"serving after " + secs(r.Serving.Sub(r.Started))}
+	parts := []string{"control plane up in " + r.ControlPlaneStart, "fleet Ready in " + r.FleetStart}
+	if r.PodCreation != "" {
+		parts[1] += " (pods created in " + r.PodCreation + ")"
+	}
+	parts = append(parts, "serving after "+secs(r.Serving.Sub(r.Started)))
 	if !r.SteadyEnd.IsZero() {
 		parts = append(parts, "settled "+secs(r.SteadyStart.Sub(r.Serving)), "steady "+secs(r.SteadyEnd.Sub(r.SteadyStart)))
+		if r.PodStatusWritesPerSecond > 0 || r.PodStatusWriteFailures > 0 {
+			parts = append(parts, fmt.Sprintf("pod status writes %.1f/s in the steady state (%d failed)", r.PodStatusWritesPerSecond, r.PodStatusWriteFailures))
+		}
 	}
 	if !r.AllTainted.IsZero() {
 		parts = append(parts, "stop to all tainted "+secs(r.AllTainted.Sub(r.Failed)))
@@ -243,10 +249,26 @@ func p50(s summary) float64   { return s.P50 }
 func p99(s summary) float64   { return s.P99 }
 func maxOf(s summary) float64 { return s.Max }
 
-// tableRows are the rows of results.md, in order.
-func tableRows(nodes int) []row {
+// podWriteRate is the rate of pod status writes in a run's steady state.
+func podWriteRate(r *turn) (float64, bool) { return r.PodStatusWritesPerSecond, !r.SteadyEnd.IsZero() }
+
+// setting is a row's value for a number of the configuration, the same
+// for every contender that ran; ok false prints a dash.
+func setting(v float64, ok bool) func([]*turn) (float64, bool) {
+	return func(runs []*turn) (float64, bool) { return v, ok && len(runs) > 0 }
+}
+
+// tableRows are the rows of results.md, in order. The first ones say what
+// the fleet was: a result means little without the load it was measured
+// under.
+func tableRows(c benchConfig) []row {
+	every, err := time.ParseDuration(c.PodStatusEvery)
+	churn := err == nil && every > 0
 	return []row{
-		{name: "nodes", format: "%.0f", value: func(runs []*turn) (float64, bool) { return float64(nodes), len(runs) > 0 }},
+		{name: "nodes", format: "%.0f", value: setting(float64(c.Nodes), true)},
+		{name: "pods", format: "%.0f", value: setting(float64(c.Nodes*c.PodsPerNode), true)},
+		{name: "pod status interval, per pod (s)", format: "%.0f", value: setting(every.Seconds(), churn)},
+		{name: "pod status writes/s, steady state, median", format: "%.1f", value: median(podWriteRate)},
 		{name: "runs", format: "%.0f", value: func(runs []*turn) (float64, bool) { return float64(len(runs)), len(runs) > 0 }},
 		{name: "nodes stopped, per run", format: "%.0f", value: judged(func(r *turn) float64 { return float64(len(r.Stopped)) })},
 		{name: "CPU, steady state (s/min), median", format: "%.2f", ratio: true, overFloor: true, value: median(steadyCPU)},
@@ -279,8 +301,8 @@ func (res *results) markdown() string {
 	fmt.Fprintf(&b, "- Date: %s; the whole bench took %s.\n", res.Date, orDash(res.Took))
 	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, Linux %s, %s; Kubernetes %s (apiserver, etcd and kube-controller-manager built from source).\n",
 		m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.Kubernetes)
-	fmt.Fprintf(&b, "- Fleet: %d simulated nodes in %d zones, %d pods each, default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m); %v%% of the nodes stopped in each controller's run.\n",
-		c.Nodes, c.Zones, c.PodsPerNode, c.StopPercent)
+	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m); %v%% of the nodes stopped in each controller's run.\n",
+		c.fleetLoad(), c.StopPercent)
 	fmt.Fprintf(&b, "- Runs: %d round(s). Each run has a fresh control plane and a freshly started fleet of its own; "+
 		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
 	fmt.Fprintf(&b, "- Flags, identical for both controllers: `%s`. The floor (test/bench/floor) only watches Nodes and the Leases in kube-node-lease, with our controller's client settings; it gets `%s`.\n",
@@ -291,7 +313,7 @@ func (res *results) markdown() string {
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "- Round %d, %s (run %d of the round) ran as `%s`; %s.\n", r.Round, r.Name, r.Position, strings.Join(r.Command, " "), r.phases())
 	}
-	b.WriteString("\n" + res.mainTable(c.Nodes))
+	b.WriteString("\n" + res.mainTable(c))
 	b.WriteString("\n### Over the runs: min / median / max\n\n" + res.spreadTables())
 	b.WriteString(`
 - CPU: user and system time of the process (/proc/PID/stat) over the steady-state window, per minute.
@@ -311,6 +333,12 @@ func (res *results) markdown() string {
   kube-controller-manager does not log it. p99 is nearest-rank: with fewer than 100 stopped nodes
   it is the largest. The floor judges no node: no node is stopped in its runs, and "—" stands for
   what it does not do.
+- Pods: each pod's status is written as its kubelet reports a container restart (restartCount, lastState,
+  running and ready again), a node's pods in turn and the nodes offset, so that the writes come evenly.
+  The pods stay Ready: no controller has cause to act on them, but one that watches pods receives each
+  write. A stopped node's pods are not written, as its kubelet is gone. The writes/s row is what the
+  fleet achieved in each run's steady state. Creating the pods is part of the fleet's start, before the
+  contender starts, and out of every measured window.
 - False positives: nodes that were not stopped yet were seen not Ready, or with a not-ready or
   unreachable taint, at any time from the controller's start to the end of its run.
 `)
@@ -319,11 +347,11 @@ func (res *results) markdown() string {
 }
 
 // mainTable is the table of medians and pooled delays, and their ratios.
-func (res *results) mainTable(nodes int) string {
+func (res *results) mainTable(c benchConfig) string {
 	var b strings.Builder
 	b.WriteString("| | upstream | ours | floor | ours/upstream | ours/floor | upstream/floor |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	up, ours, floor := named(res.Runs, "upstream"), named(res.Runs, "ours"), named(res.Runs, "floor")
-	for _, rw := range tableRows(nodes) {
+	for _, rw := range tableRows(c) {
 		uv, uok := rw.value(up)
 		ov, ook := rw.value(ours)
 		fv, fok := rw.value(floor)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 func TestInRound(t *testing.T) {
@@ -134,8 +136,16 @@ func TestMainTable(t *testing.T) {
 		finished("ours", 2, 2, 70), finished("floor", 2, 0.5, 25), finished("upstream", 2, 4, 100),
 	}}
 	res.Summary, res.Ratios = summarizeRuns(res.Runs)
-	table := res.mainTable(30)
+	for _, r := range res.Runs {
+		r.PodStatusWritesPerSecond = 1.5
+	}
+	res.Runs[0].PodStatusWritesPerSecond = 0.5
+	table := res.mainTable(describeConfig(config{nodes: 30, podsPerNode: 3, podStatusEvery: time.Minute}))
 	for _, want := range []string{
+		"| nodes | 30 | 30 | 30 | — | — | — |",
+		"| pods | 90 | 90 | 90 | — | — | — |",
+		"| pod status interval, per pod (s) | 60 | 60 | 60 | — | — | — |",
+		"| pod status writes/s, steady state, median | 1.0 | 1.5 | 1.5 | — | — | — |",
 		"| runs | 2 | 2 | 2 | — | — | — |",
 		// Medians, and the ratios of the medians.
 		"| CPU, steady state (s/min), median | 3.00 | 1.50 | 0.50 | 0.5 | 3 | 6 |",
@@ -164,8 +174,47 @@ func TestMainTable(t *testing.T) {
 func TestMainTableOfOneContender(t *testing.T) {
 	res := &results{Runs: []*turn{finished("floor", 1, 0.5, 25)}}
 	res.Summary, res.Ratios = summarizeRuns(res.Runs)
-	table := res.mainTable(30)
+	table := res.mainTable(describeConfig(config{nodes: 30}))
 	if want := "| CPU, steady state (s/min), median | — | — | 0.50 | — | — | — |\n"; !strings.Contains(table, want) {
 		t.Errorf("the table lacks the line\n%s in\n%s", want, table)
+	}
+}
+
+func TestMainTableWithoutPodStatusWrites(t *testing.T) {
+	res := &results{Runs: []*turn{finished("ours", 1, 1, 50)}}
+	for _, c := range []config{{nodes: 30}, {nodes: 30, podStatusEvery: time.Minute}, {nodes: 30, podsPerNode: 3}} {
+		table := res.mainTable(describeConfig(c))
+		if want := "| pod status interval, per pod (s) | — | — | — | — | — | — |\n"; !strings.Contains(table, want) {
+			t.Errorf("%+v: the table lacks the line\n%s in\n%s", c, want, table)
+		}
+	}
+}
+
+func TestFleetLoad(t *testing.T) {
+	tests := []struct {
+		c    config
+		want string
+	}{
+		{config{nodes: 1000, zones: 3}, "1000 nodes in 3 zones, no pods"},
+		{config{nodes: 1000, zones: 3, podStatusEvery: time.Minute}, "1000 nodes in 3 zones, no pods"},
+		{config{nodes: 1000, zones: 3, podsPerNode: 30}, "1000 nodes in 3 zones, 30 pods each (30000 pods), no pod status written after start"},
+		{config{nodes: 1000, zones: 3, podsPerNode: 30, podStatusEvery: 5 * time.Minute},
+			"1000 nodes in 3 zones, 30 pods each (30000 pods), each pod's status written every 5m0s (100.0 writes/s)"},
+	}
+	for _, tt := range tests {
+		if got := describeConfig(tt.c).fleetLoad(); got != tt.want {
+			t.Errorf("fleetLoad(%+v) = %q, want %q", tt.c, got, tt.want)
+		}
+	}
+}
+
+func TestCountPodWrites(t *testing.T) {
+	r := &turn{SteadyStart: time.Unix(100, 0), SteadyEnd: time.Unix(160, 0)}
+	r.countPodWrites(fleet.PodStatusWrites{Written: 1000, Failed: 2}, fleet.PodStatusWrites{Written: 7000, Failed: 5})
+	if r.PodStatusWritesPerSecond != 100 || r.PodStatusWriteFailures != 3 {
+		t.Errorf("pod status writes %v/s, %d failed; want 100/s, 3 failed", r.PodStatusWritesPerSecond, r.PodStatusWriteFailures)
+	}
+	if want := "pod status writes 100.0/s in the steady state (3 failed)"; !strings.Contains(r.phases(), want) {
+		t.Errorf("phases %q lack %q", r.phases(), want)
 	}
 }
