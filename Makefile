@@ -87,7 +87,8 @@ fuzz: ## Run each fuzz test for FUZZTIME (30s); make test runs their checked-in 
 	go test ./internal/cmdline -run '^$$' -fuzz '^FuzzParseAndValidate$$' -fuzztime $(FUZZTIME)
 
 # The side-by-side benchmark: how many simulated nodes, where its results go,
-# and more of its flags (--runs, --steady, --only, --profile, --pods-per-node).
+# and more of its flags (--runs, --steady, --only, --profile, --pods-per-node,
+# --pod-status-every).
 BENCH_NODES ?= 1000
 BENCH_OUT ?= bin/bench
 BENCH_ARGS ?=
@@ -104,7 +105,7 @@ bench-go: envtest-assets ## Run every Go benchmark, without the tests, against t
 	$(BENCH_GO)
 
 .PHONY: bench-upstream
-bench-upstream: envtest-assets build ## Run upstream kube-controller-manager's node lifecycle controllers, ours with the same flags, and a floor that only watches Nodes and Leases, each on a fresh local control plane and BENCH_NODES (1000) fleet, in 3 rounds that rotate the order (about 40 minutes); table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
+bench-upstream: envtest-assets build ## Run upstream kube-controller-manager's node lifecycle controllers, ours with the same flags, and a floor that only watches Nodes and Leases, each on a fresh local control plane and BENCH_NODES (1000) fleet with 30 pods a node, each pod's status written every 5 minutes (--pods-per-node, --pod-status-every), in 3 rounds that rotate the order (about an hour); table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
 	$(BENCH_UPSTREAM)
 
 .PHONY: demo
