@@ -9,7 +9,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // startWakes runs w until the test ends and returns the nodes it queues, in
@@ -176,5 +181,23 @@ func TestWakeQueueOrdersByTime(t *testing.T) {
 	}
 	if len(q) != 0 {
 		t.Fatalf("%d left after every pop", len(q))
+	}
+}
+
+// TestANodePastItsDeadlineIsTakenFirst: a node the wakes send as expired is
+// taken from the controller's work queue before nodes queued earlier by
+// watch events.
+func TestANodePastItsDeadlineIsTakenFirst(t *testing.T) {
+	q := priorityqueue.New[reconcile.Request]("test")
+	defer q.ShutDown()
+	for _, name := range []string{"event-1", "event-2"} {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	expired := &corev1.Node{}
+	expired.Name = "expired"
+	enqueueFirst(context.Background(), event.TypedGenericEvent[*corev1.Node]{Object: expired}, q)
+	got, priority, _ := q.GetWithPriority()
+	if got.Name != "expired" || priority != markPriority {
+		t.Fatalf("took %s at priority %d first, want expired at %d", got.Name, priority, markPriority)
 	}
 }
