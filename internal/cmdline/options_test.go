@@ -107,6 +107,8 @@ func TestValidate(t *testing.T) {
 		{"negative freeze cooldown", func(o *Options) { o.PartitionFreezeCooldown = -time.Second }, "--partition-freeze-cooldown=-1s"},
 		{"negative maintenance grace", func(o *Options) { o.MaintenanceGracePeriod = -time.Minute }, "--maintenance-grace-period=-1m0s: must not be negative"},
 		{"maintenance hold off", func(o *Options) { o.MaintenanceGracePeriod = 0 }, ""},
+		{"negative pod watch nodes", func(o *Options) { o.PodWatchNodes = -1 }, "--pod-watch-nodes=-1: must not be negative"},
+		{"every pod watched", func(o *Options) { o.PodWatchNodes = 0 }, ""},
 		{"zero qps", func(o *Options) { o.KubeAPIQPS = 0 }, "--kube-api-qps=0: must be positive"},
 		{"negative burst", func(o *Options) { o.KubeAPIBurst = -1 }, "--kube-api-burst=-1: must be positive"},
 		{"empty leader id", func(o *Options) { o.LeaderElection.ResourceName = "" }, "--leader-elect-resource-name"},

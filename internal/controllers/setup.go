@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
@@ -21,6 +22,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
@@ -84,9 +86,6 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	})); err != nil {
 		return fmt.Errorf("add lease namespace check: %w", err)
 	}
-	if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	defaults := policy.Defaults(opts)
 	guard := disruption.NewGuard(disruption.Config{
 		Rates:                  defaults.Disruption.Rates,
@@ -107,6 +106,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	if err != nil {
 		return err
 	}
+	pods, err := podsFor(mgr, opts, w.client, clk)
+	if err != nil {
+		return err
+	}
 	var deadlines clock.PassiveClock = clk
 	if s.Clock != nil {
 		deadlines = s.Clock
@@ -114,6 +117,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	r := &nodehealth.Reconciler{
 		Client:    w.client,
 		APIReader: w.apiReader,
+		Pods:      pods,
 		Clock:     clk,
 		Recorder:  w.recorder(nodehealth.EventSource),
 		Tracker:   health.NewTracker(),
@@ -143,6 +147,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	pe := &podeviction.Reconciler{
 		Client:             w.client,
+		Pods:               pods,
 		Clock:              deadlines,
 		Recorder:           w.recorder(podeviction.EventSource),
 		Nudges:             w.nudges(),
@@ -178,6 +183,28 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		}
 	}
 	return nil
+}
+
+// podsFor returns where the controllers read pods: a watch of the pods of
+// the nodes in trouble only, or, in a dry run (which must see every
+// eviction the other controller makes) and with opts.PodWatchNodes 0, the
+// manager's cache of every pod, read through c.
+func podsFor(mgr ctrl.Manager, opts options.Options, c client.Reader, clk clock.WithTicker) (podscope.Pods, error) {
+	if opts.DryRun || opts.PodWatchNodes == 0 {
+		if err := index.Register(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+		return podscope.Cluster{Reader: c, Cache: mgr.GetCache()}, nil
+	}
+	scoped, err := podscope.NewScoped(mgr.GetConfig(), mgr.GetCache(), opts.PodWatchNodes, clk)
+	if err != nil {
+		return nil, err
+	}
+	scoped.Log = mgr.GetLogger().WithName("pod-watches")
+	if err := mgr.Add(scoped); err != nil {
+		return nil, fmt.Errorf("add pod watches: %w", err)
+	}
+	return scoped, nil
 }
 
 // policiesServed registers the NodeHealthPolicy types with the manager's

@@ -40,6 +40,13 @@ const (
 // went wrong is dealt with the same working hour.
 const DefaultMaintenanceGracePeriod = time.Hour
 
+// DefaultPodWatchNodes is how many nodes may have their pods watched one
+// node at a time before every pod is watched at once. It stays well below
+// the streams one HTTP/2 connection to the apiserver carries (250 by
+// default), and its lists, one per node, take seconds at the default rate
+// limit.
+const DefaultPodWatchNodes = 100
+
 // DefaultDryRunRecord is the ConfigMap a dry run keeps its comparison in,
 // and emits its events on.
 const DefaultDryRunRecord = "kube-system/node-lifecycle-controller-dry-run"
@@ -97,6 +104,14 @@ type Options struct {
 	// the conditions were not there, as kube-controller-manager judges it.
 	MaintenanceGracePeriod time.Duration
 
+	// PodWatchNodes is how many nodes may have their pods watched one node
+	// at a time: the nodes not Ready, tainted NoExecute, or whose deadline
+	// has just passed, the only ones whose pods the controllers act on.
+	// While more need theirs, every pod is watched at once, until no more
+	// than half as many do. 0 watches every pod at all times, as
+	// kube-controller-manager does. A dry run always watches every pod.
+	PodWatchNodes int
+
 	// DryRun runs the controllers beside the controller that decides,
 	// kube-controller-manager's most often, writing nothing to Nodes or
 	// Pods: they judge, guard and count down as they would, and record what
@@ -132,6 +147,7 @@ func Default() Options {
 		UnhealthyZoneThreshold:    DefaultUnhealthyZoneThreshold,
 		PartitionFreezeThreshold:  DefaultPartitionFreezeThreshold,
 		MaintenanceGracePeriod:    DefaultMaintenanceGracePeriod,
+		PodWatchNodes:             DefaultPodWatchNodes,
 		DryRunRecord:              DefaultDryRunRecord,
 		ReconcileTimeout:          DefaultReconcileTimeout,
 	}
@@ -172,6 +188,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"unreachable or not ready before it is tainted NoExecute, counted from the later of the condition turning "+
 			"True and the node ceasing to be Ready. Until then it is marked and tainted NoSchedule, its pods marked "+
 			"NotReady, and it counts towards no zone, pool breaker or partition freeze. 0 turns this off.")
+	fs.IntVar(&o.PodWatchNodes, "pod-watch-nodes", o.PodWatchNodes,
+		"How many nodes may have their pods watched one node at a time: those not Ready, tainted NoExecute, or whose "+
+			"deadline has just passed, the only ones whose pods are acted on. While more need theirs, every pod is "+
+			"watched at once, until no more than half as many do. 0 watches every pod at all times, as "+
+			"kube-controller-manager does; so does --dry-run.")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
 		"Write nothing to Nodes or Pods: judge, guard and count down as usual beside the controller that decides, "+
 			"and record what would have been done, and where that controller did otherwise, in --dry-run-record "+
@@ -261,6 +282,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaintenanceGracePeriod < 0 {
 		bad("maintenance-grace-period", o.MaintenanceGracePeriod, "must not be negative")
+	}
+	if o.PodWatchNodes < 0 {
+		bad("pod-watch-nodes", o.PodWatchNodes, "must not be negative")
 	}
 	if o.DryRun {
 		if _, _, err := o.DryRunRecordKey(); err != nil {

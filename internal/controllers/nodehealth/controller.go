@@ -17,6 +17,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 )
@@ -61,6 +62,9 @@ type Reconciler struct {
 	// before a node is marked, so that a lagging watch never marks a live
 	// node dead.
 	APIReader client.Reader
+	// Pods is where the pods of a node are read and heard of; nil means
+	// every pod in the cache Client reads, indexed by node (index.Register).
+	Pods podscope.Pods
 	// Clock times heartbeats and deadlines.
 	Clock clock.PassiveClock
 	// APIClock, when set, tells the apiserver's time (internal/apiclock):

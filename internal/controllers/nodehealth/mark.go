@@ -30,6 +30,8 @@ func (r *Reconciler) markUnreachable(ctx context.Context, cached *corev1.Node, v
 	if _, changed := health.MarkUnknown(cached.Status.Conditions, cached.CreationTimestamp, metav1.NewTime(now)); !changed {
 		return cached, v, false, nil
 	}
+	// Its pods are needed once it is marked: have them listed meanwhile.
+	r.pods().Expect(cached.Name)
 	lease, err := getLease(ctx, r.APIReader, cached.Name)
 	if err != nil {
 		return nil, v, false, fmt.Errorf("read lease live: %w", err)

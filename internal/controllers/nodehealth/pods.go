@@ -2,16 +2,19 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/patch"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
 // podWorkers bounds how many pods of one node are written at once.
@@ -20,16 +23,21 @@ const podWorkers = 16
 // markPodsNotReady sets Ready=False on every pod of the node that still says
 // True, so that Services stop sending it traffic. It is idempotent: called on
 // every look at a node that is not Ready, it also finishes work a crash or a
-// failed write left half done.
+// failed write left half done. Pods not listed yet are left to the look
+// their listing queues.
 func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, now time.Time) error {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
-		return fmt.Errorf("list pods on node %q: %w", node.Name, err)
+	pods, err := r.pods().On(ctx, node.Name)
+	if errors.Is(err, podscope.ErrNotListed) {
+		ctrl.LoggerFrom(ctx).V(2).Info("Pods not listed yet; marking them NotReady once they are", "node", klog.KObj(node))
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 	var todo []*corev1.Pod
-	for i := range pods.Items {
-		if podReady(&pods.Items[i]) {
-			todo = append(todo, &pods.Items[i])
+	for i := range pods {
+		if podReady(&pods[i]) {
+			todo = append(todo, &pods[i])
 		}
 	}
 	if len(todo) == 0 {
@@ -59,6 +67,15 @@ func (r *Reconciler) markPodNotReady(ctx context.Context, pod *corev1.Pod, now t
 	}
 	r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNodeNotReady, actionMarkNotReady, "Node is not ready")
 	return nil
+}
+
+// pods returns where the node's pods are read: Pods, or the pods of the
+// cache Client reads, indexed by node.
+func (r *Reconciler) pods() podscope.Pods {
+	if r.Pods != nil {
+		return r.Pods
+	}
+	return podscope.Cluster{Reader: r.Client}
 }
 
 // podReady reports whether a pod's Ready condition is True.

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
 // ControllerName names the controller in logs and metrics; its events come
@@ -38,6 +38,9 @@ const Workers = 8
 // through the queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
 	r.started = r.Clock.Now()
+	if r.Pods == nil {
+		r.Pods = podscope.Cluster{Reader: r.Client, Cache: mgr.GetCache()}
+	}
 	r.wakes = newWakes(ticker, r.Tracker.Deadline)
 	if err := mgr.Add(r.wakes); err != nil {
 		return err
@@ -57,9 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
 			hearing[*coordinationv1.Lease]{hear: r.hearLease, next: handler.TypedEnqueueRequestsFromMapFunc(leaseToNode)},
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
-			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
-			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
+		WatchesRawSource(r.Pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WatchesRawSource(source.Channel(r.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
 			GenericFunc: enqueueFirst})).

@@ -2,6 +2,7 @@ package podeviction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/parallel"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/patch"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
@@ -45,6 +46,9 @@ type Gate interface {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	Client client.Client
+	// Pods is where the pods of a node are read and heard of; nil means
+	// every pod in the cache Client reads, indexed by node (index.Register).
+	Pods podscope.Pods
 	// Clock decides which deadlines have passed.
 	Clock clock.PassiveClock
 	// Recorder emits events on evicted pods.
@@ -107,16 +111,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	r.deleted.prune(now)
 	r.retries.prune(now)
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.MatchingFields{index.PodNodeName: node.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list pods on node %q: %w", node.Name, err)
+	pods, err := r.pods().On(ctx, node.Name)
+	if errors.Is(err, podscope.ErrNotListed) {
+		// The listing queues the node.
+		ctrl.LoggerFrom(ctx).V(2).Info("Pods not listed yet; evicting them once they are")
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	timeout := r.timeout(ctx, node)
 	var due []dueEviction
 	var next time.Time
 	pending := 0
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range pods {
+		pod := &pods[i]
 		if pod.DeletionTimestamp != nil {
 			r.deleted.seen(pod.UID)
 			continue
@@ -184,6 +193,15 @@ func (r *Reconciler) evictAll(ctx context.Context, node *corev1.Node, due []dueE
 		return nil
 	})
 	return retry, failed
+}
+
+// pods returns where the node's pods are read: Pods, or the pods of the
+// cache Client reads, indexed by node.
+func (r *Reconciler) pods() podscope.Pods {
+	if r.Pods != nil {
+		return r.Pods
+	}
+	return podscope.Cluster{Reader: r.Client}
 }
 
 // earliest returns the earlier of two times, the zero time counting as

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
 // ControllerName names the controller in logs and metrics; its events come
@@ -22,15 +22,16 @@ const ControllerName = "pod-eviction"
 const Workers = 8
 
 // SetupWithManager registers the reconciler: it watches Nodes whose NoExecute
-// taints change and pods whose binding or tolerations change. Pods must be
-// indexed by node (index.Register).
+// taints change and pods whose binding or tolerations change. Without Pods,
+// pods must be indexed by node in the manager's cache (index.Register).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Pods == nil {
+		r.Pods = podscope.Cluster{Reader: r.Client, Cache: mgr.GetCache()}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: noExecuteTaintsChanged})).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{},
-			handler.TypedEnqueueRequestsFromMapFunc(index.PodToNode),
-			predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
+		WatchesRawSource(r.Pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Nudges != nil {
 		b = b.WatchesRawSource(source.Channel(r.Nudges, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))

@@ -1,0 +1,388 @@
+package podscope
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Linger is how long a node Expect named keeps its pods watched while
+// nothing about the node needs them: time enough for the mark it was
+// expected for to be written and seen.
+const Linger = time.Minute
+
+// Scoped watches the pods of the nodes the controllers act on, one watch
+// per node, and every pod in one watch while more nodes than its limit
+// need theirs. It is a manager.Runnable that runs on every replica, leader
+// or not, so that a replica taking over finds the pods of the nodes in
+// trouble already listed.
+type Scoped struct {
+	// Log, when set, is what Start logs to; otherwise its context's.
+	Log logr.Logger
+
+	nodes   cache.Informers
+	listers func(fieldSelector string) toolscache.ListerWatcher
+	limit   int
+	clock   clock.WithTicker
+
+	mu sync.Mutex
+	// ctx is Start's; no watch runs before it is set.
+	ctx    context.Context
+	wanted map[string]*wanted
+	// wide is the watch of every pod, while it runs; wideMode says whether
+	// it is wanted.
+	wide     *watch
+	wideMode bool
+	subs     map[*subscriber]struct{}
+}
+
+// wanted is a node whose pods are watched.
+type wanted struct {
+	// watch is the node's own watch; nil while the wide watch serves it.
+	watch *watch
+	// needed: the node, as last seen, needs its pods watched (Needs).
+	needed bool
+	// expected is when the node was last expected, or its pods asked for.
+	expected time.Time
+}
+
+var _ Pods = (*Scoped)(nil)
+
+// NewScoped returns a Scoped that hears of nodes from the Node informer of
+// nodes and watches pods with cfg, on a client of its own (protobuf, its
+// own rate limit at cfg's QPS and burst). While more than limit nodes need
+// their pods, it watches every pod in one watch, until the count falls to
+// half of limit; limit 0 always does.
+func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, clk clock.WithTicker) (*Scoped, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = k8sruntime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pod watch client: %w", err)
+	}
+	return newScoped(nodes, func(sel string) toolscache.ListerWatcher {
+		return toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
+			func(o *metav1.ListOptions) { o.FieldSelector = sel })
+	}, limit, clk), nil
+}
+
+func newScoped(nodes cache.Informers, listers func(string) toolscache.ListerWatcher, limit int, clk clock.WithTicker) *Scoped {
+	return &Scoped{nodes: nodes, listers: listers, limit: limit, clock: clk,
+		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}
+}
+
+// NeedLeaderElection is false: standby replicas keep the same watches.
+func (s *Scoped) NeedLeaderElection() bool { return false }
+
+// Start follows the Nodes, watching the pods of those that need it, until
+// ctx ends.
+func (s *Scoped) Start(ctx context.Context) error {
+	if s.Log.GetSink() != nil {
+		ctx = ctrl.LoggerInto(ctx, s.Log)
+	}
+	inf, err := s.nodes.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return fmt.Errorf("node informer: %w", err)
+	}
+	s.mu.Lock()
+	s.ctx = ctx
+	s.settle()
+	s.mu.Unlock()
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.nodeSeen(obj) },
+		UpdateFunc: func(_, obj any) { s.nodeSeen(obj) },
+		DeleteFunc: func(obj any) { s.nodeGone(obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("follow nodes: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	ctrl.LoggerFrom(ctx).Info("Watching the pods of the nodes in trouble only", "nodeLimit", s.limit)
+	t := s.clock.NewTicker(Linger)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.stopAll()
+			s.mu.Unlock()
+			return nil
+		case <-t.C():
+			s.sweep()
+		}
+	}
+}
+
+// On returns the node's pods once they are listed. A node not watched yet
+// is from now on, as if expected.
+func (s *Scoped) On(_ context.Context, node string) ([]corev1.Pod, error) {
+	s.mu.Lock()
+	w := s.want(node)
+	w.expected = s.clock.Now()
+	var store toolscache.Indexer
+	var list func() ([]any, error)
+	switch {
+	case w.watch != nil && w.watch.listed():
+		store = w.watch.inf.GetIndexer()
+		list = func() ([]any, error) { return store.List(), nil }
+	case s.wide != nil && s.wide.listed():
+		store = s.wide.inf.GetIndexer()
+		list = func() ([]any, error) { return store.ByIndex(byNode, node) }
+	}
+	s.mu.Unlock()
+	if list == nil {
+		return nil, fmt.Errorf("pods on node %q: %w", node, ErrNotListed)
+	}
+	objs, err := list()
+	if err != nil {
+		return nil, fmt.Errorf("pods on node %q: %w", node, err)
+	}
+	pods := make([]corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, *p.DeepCopy())
+		}
+	}
+	return pods, nil
+}
+
+// Expect starts watching the node's pods, for at least Linger.
+func (s *Scoped) Expect(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.want(node).expected = s.clock.Now()
+}
+
+// want returns the node's entry, adding it, and its watch, if need be.
+// Called with mu held.
+func (s *Scoped) want(node string) *wanted {
+	w, ok := s.wanted[node]
+	if !ok {
+		w = &wanted{}
+		s.wanted[node] = w
+		s.settle()
+	}
+	return w
+}
+
+func (s *Scoped) nodeSeen(obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	needed := Needs(node)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.wanted[node.Name]
+	switch {
+	case needed && !ok:
+		s.want(node.Name).needed = true
+	case ok:
+		w.needed = needed
+		if !needed && s.clock.Since(w.expected) >= Linger {
+			s.release(node.Name)
+		}
+	}
+}
+
+func (s *Scoped) nodeGone(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.wanted[node.Name]; ok {
+		s.release(node.Name)
+	}
+}
+
+// sweep releases the nodes expected more than Linger ago that nothing
+// about them needs watched.
+func (s *Scoped) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, w := range s.wanted {
+		if !w.needed && s.clock.Since(w.expected) >= Linger {
+			s.release(name)
+		}
+	}
+}
+
+// release stops watching the node's pods. Called with mu held.
+func (s *Scoped) release(node string) {
+	if w := s.wanted[node]; w.watch != nil {
+		w.watch.stop()
+	}
+	delete(s.wanted, node)
+	s.settle()
+}
+
+// settle starts and stops watches to serve the wanted nodes: one watch per
+// node up to the limit, one watch of every pod above it, down to half of
+// it. Either way round, the watches in place are stopped only once those
+// replacing them have listed. Called with mu held.
+func (s *Scoped) settle() {
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	switch n := len(s.wanted); {
+	case !s.wideMode && n > s.limit:
+		s.wideMode = true
+		ctrl.LoggerFrom(s.ctx).Info("Watching every pod: more nodes need their pods than the limit", "nodes", n, "nodeLimit", s.limit)
+	case s.wideMode && n <= s.limit/2 && s.limit > 0:
+		s.wideMode = false
+		ctrl.LoggerFrom(s.ctx).Info("Watching the pods of the nodes in trouble only again", "nodes", n, "nodeLimit", s.limit)
+	}
+	if s.wideMode {
+		if s.wide == nil {
+			s.wide = s.startWatch("")
+		}
+		if s.wide.listed() {
+			for _, w := range s.wanted {
+				if w.watch != nil {
+					w.watch.stop()
+					w.watch = nil
+				}
+			}
+		}
+	} else {
+		all := true
+		for name, w := range s.wanted {
+			if w.watch == nil {
+				w.watch = s.startWatch(name)
+			}
+			all = all && w.watch.listed()
+		}
+		if s.wide != nil && all {
+			s.wide.stop()
+			s.wide = nil
+		}
+	}
+	s.count()
+}
+
+// stopAll stops every watch. Called with mu held.
+func (s *Scoped) stopAll() {
+	for _, w := range s.wanted {
+		if w.watch != nil {
+			w.watch.stop()
+			w.watch = nil
+		}
+	}
+	if s.wide != nil {
+		s.wide.stop()
+		s.wide = nil
+	}
+	s.count()
+}
+
+// count sets the watch gauges. Called with mu held.
+func (s *Scoped) count() {
+	n := 0
+	for _, w := range s.wanted {
+		if w.watch != nil {
+			n++
+		}
+	}
+	podWatches.WithLabelValues(scopeNode).Set(float64(n))
+	wide := 0.0
+	if s.wide != nil {
+		wide = 1
+	}
+	podWatches.WithLabelValues(scopeCluster).Set(wide)
+}
+
+// listedNow is told by a watch that it has listed: the nodes it serves are
+// queued through every Source, and watches it replaces are stopped.
+func (s *Scoped) listedNow(w *watch) {
+	s.mu.Lock()
+	var nodes []string
+	switch {
+	case w.node == "" && s.wide == w:
+		for name := range s.wanted {
+			nodes = append(nodes, name)
+		}
+	case w.node != "":
+		if cur, ok := s.wanted[w.node]; ok && cur.watch == w {
+			nodes = []string{w.node}
+		}
+	}
+	if len(nodes) > 0 {
+		s.settle()
+	}
+	subs := s.subscribers()
+	s.mu.Unlock()
+	for _, sub := range subs {
+		for _, n := range nodes {
+			sub.queue.Add(reconcile.Request{NamespacedName: nodeKey(n)})
+		}
+	}
+}
+
+// Source queues the node of a watched pod that changed in a way preds
+// pass, and a node once its pods are listed.
+func (s *Scoped) Source(preds ...predicate.TypedPredicate[*corev1.Pod]) source.TypedSource[reconcile.Request] {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q queue) error {
+		sub := &subscriber{queue: q, preds: preds}
+		s.mu.Lock()
+		s.subs[sub] = struct{}{}
+		s.mu.Unlock()
+		go func() {
+			<-ctx.Done()
+			s.mu.Lock()
+			delete(s.subs, sub)
+			s.mu.Unlock()
+		}()
+		return nil
+	})
+}
+
+// subscribers returns the current subscribers. Called with mu held.
+func (s *Scoped) subscribers() []*subscriber {
+	out := make([]*subscriber, 0, len(s.subs))
+	for sub := range s.subs {
+		out = append(out, sub)
+	}
+	return out
+}
+
+// podEvent passes a pod's change to every subscriber, for a node still
+// wanted: the wide watch sees every node's pods, and those of nodes not
+// in trouble change nothing the controllers do.
+func (s *Scoped) podEvent(pod *corev1.Pod, pass func(*subscriber) bool) {
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	s.mu.Lock()
+	_, ok := s.wanted[pod.Spec.NodeName]
+	var subs []*subscriber
+	if ok {
+		subs = s.subscribers()
+	}
+	s.mu.Unlock()
+	for _, sub := range subs {
+		if pass(sub) {
+			sub.queue.Add(reconcile.Request{NamespacedName: nodeKey(pod.Spec.NodeName)})
+		}
+	}
+}
