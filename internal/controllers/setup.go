@@ -196,7 +196,7 @@ func podsFor(mgr ctrl.Manager, opts options.Options, c client.Reader, clk clock.
 		}
 		return podscope.Cluster{Reader: c, Cache: mgr.GetCache()}, nil
 	}
-	scoped, err := podscope.NewScoped(mgr.GetConfig(), mgr.GetCache(), opts.PodWatchNodes, clk)
+	scoped, err := podscope.NewScoped(mgr.GetConfig(), mgr.GetCache(), opts.PodWatchNodes, opts.NodeMonitorPeriod, clk)
 	if err != nil {
 		return nil, err
 	}

@@ -21,11 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// Linger is how long a node Expect named keeps its pods watched while
-// nothing about the node needs them: time enough for the mark it was
-// expected for to be written and seen.
-const Linger = time.Minute
-
 // Scoped watches the pods of the nodes the controllers act on, one watch
 // per node, and every pod in one watch while more nodes than its limit
 // need theirs. It is a manager.Runnable that runs on every replica, leader
@@ -39,6 +34,10 @@ type Scoped struct {
 	listers func(fieldSelector string) toolscache.ListerWatcher
 	limit   int
 	clock   clock.WithTicker
+	// linger is how long a node expected, or whose pods were asked for,
+	// keeps its watch while nothing about the node needs it: time for the
+	// mark it was expected for to be written and seen.
+	linger time.Duration
 
 	mu sync.Mutex
 	// ctx is Start's; no watch runs before it is set.
@@ -65,10 +64,14 @@ var _ Pods = (*Scoped)(nil)
 
 // NewScoped returns a Scoped that hears of nodes from the Node informer of
 // nodes and watches pods with cfg, on a client of its own (protobuf, its
-// own rate limit at cfg's QPS and burst). While more than limit nodes need
-// their pods, it watches every pod in one watch, until the count falls to
-// half of limit; limit 0 always does.
-func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, clk clock.WithTicker) (*Scoped, error) {
+// own rate limit at cfg's QPS and burst). While more than limit (at least
+// 1) nodes need their pods, it watches every pod in one watch, until the
+// count falls to half of limit. A node expected, or whose pods were asked
+// for, keeps its watch for linger, and clk times it.
+func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, linger time.Duration, clk clock.WithTicker) (*Scoped, error) {
+	if limit < 1 || linger <= 0 {
+		return nil, fmt.Errorf("pod watches: limit %d and linger %v must be positive", limit, linger)
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.ContentType = k8sruntime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
@@ -79,11 +82,11 @@ func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, clk clock.Wit
 	return newScoped(nodes, func(sel string) toolscache.ListerWatcher {
 		return toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
 			func(o *metav1.ListOptions) { o.FieldSelector = sel })
-	}, limit, clk), nil
+	}, limit, linger, clk), nil
 }
 
-func newScoped(nodes cache.Informers, listers func(string) toolscache.ListerWatcher, limit int, clk clock.WithTicker) *Scoped {
-	return &Scoped{nodes: nodes, listers: listers, limit: limit, clock: clk,
+func newScoped(nodes cache.Informers, listers func(string) toolscache.ListerWatcher, limit int, linger time.Duration, clk clock.WithTicker) *Scoped {
+	return &Scoped{nodes: nodes, listers: listers, limit: limit, linger: linger, clock: clk,
 		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}
 }
 
@@ -114,7 +117,7 @@ func (s *Scoped) Start(ctx context.Context) error {
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
 	ctrl.LoggerFrom(ctx).Info("Watching the pods of the nodes in trouble only", "nodeLimit", s.limit)
-	t := s.clock.NewTicker(Linger)
+	t := s.clock.NewTicker(s.linger)
 	defer t.Stop()
 	for {
 		select {
@@ -162,7 +165,7 @@ func (s *Scoped) On(_ context.Context, node string) ([]corev1.Pod, error) {
 	return pods, nil
 }
 
-// Expect starts watching the node's pods, for at least Linger.
+// Expect starts watching the node's pods, for at least linger.
 func (s *Scoped) Expect(node string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,7 +198,7 @@ func (s *Scoped) nodeSeen(obj any) {
 		s.want(node.Name).needed = true
 	case ok:
 		w.needed = needed
-		if !needed && s.clock.Since(w.expected) >= Linger {
+		if !needed && s.clock.Since(w.expected) >= s.linger {
 			s.release(node.Name)
 		}
 	}
@@ -216,13 +219,13 @@ func (s *Scoped) nodeGone(obj any) {
 	}
 }
 
-// sweep releases the nodes expected more than Linger ago that nothing
+// sweep releases the nodes expected more than linger ago that nothing
 // about them needs watched.
 func (s *Scoped) sweep() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, w := range s.wanted {
-		if !w.needed && s.clock.Since(w.expected) >= Linger {
+		if !w.needed && s.clock.Since(w.expected) >= s.linger {
 			s.release(name)
 		}
 	}
@@ -249,7 +252,7 @@ func (s *Scoped) settle() {
 	case !s.wideMode && n > s.limit:
 		s.wideMode = true
 		ctrl.LoggerFrom(s.ctx).Info("Watching every pod: more nodes need their pods than the limit", "nodes", n, "nodeLimit", s.limit)
-	case s.wideMode && n <= s.limit/2 && s.limit > 0:
+	case s.wideMode && n <= s.limit/2:
 		s.wideMode = false
 		ctrl.LoggerFrom(s.ctx).Info("Watching the pods of the nodes in trouble only again", "nodes", n, "nodeLimit", s.limit)
 	}

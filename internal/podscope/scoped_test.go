@@ -33,8 +33,12 @@ type env struct {
 	q     queue
 }
 
-// testLimit is the node limit of the Scoped under test.
-const testLimit = 2
+// testLimit and testLinger are the node limit and the linger of the
+// Scoped under test.
+const (
+	testLimit  = 2
+	testLinger = time.Minute
+)
 
 func start(t *testing.T) *env {
 	t.Helper()
@@ -51,7 +55,7 @@ func start(t *testing.T) *env {
 	}
 	go func() { _ = nodes.Start(ctx) }()
 	clk := clocktesting.NewFakeClock(time.Now())
-	s, err := NewScoped(cfg, nodes, testLimit, clk)
+	s, err := NewScoped(cfg, nodes, testLimit, testLinger, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +165,10 @@ func (e *env) queued() []string {
 	return out
 }
 
-// sweep moves the clock on by Linger, once Start's ticker is waiting.
+// sweep moves the clock on by the linger, once Start's ticker is waiting.
 func (e *env) sweep(g Gomega) {
 	g.Eventually(e.clock.HasWaiters).Should(BeTrue())
-	e.clock.Step(Linger)
+	e.clock.Step(testLinger)
 }
 
 func watches(scope string) float64 { return testutil.ToFloat64(podWatches.WithLabelValues(scope)) }
@@ -202,7 +206,7 @@ func TestScopedWatchesOnlyThePodsOfNodesInTrouble(t *testing.T) {
 	pods[0].Name = "changed"
 	g.Expect(e.names(g, "sick")).To(Equal([]string{"s1", "s2", "s3"}))
 
-	// Ready again, the watch stops once On's reads are Linger old.
+	// Ready again, the watch stops once On's reads are a linger old.
 	e.setReady(t, "sick", corev1.ConditionTrue)
 	e.sweep(g)
 	g.Eventually(func() float64 { return watches(scopeNode) }).Should(BeZero())
@@ -220,20 +224,20 @@ func TestScopedAnswersNothingBeforeItHasListed(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return e.names(g, "n") }).Should(Equal([]string{"p"}))
 	g.Eventually(e.queued).Should(ContainElement("n"))
 
-	// Nothing about the node needs its pods: after Linger the sweep drops
+	// Nothing about the node needs its pods: after a linger the sweep drops
 	// the watch.
 	g.Expect(watches(scopeNode)).To(Equal(1.0))
 	e.sweep(g)
 	g.Eventually(func() float64 { return watches(scopeNode) }).Should(BeZero())
 }
 
-func TestScopedExpectedNodeKeepsItsWatchForLinger(t *testing.T) {
+func TestScopedExpectedNodeKeepsItsWatchForItsLinger(t *testing.T) {
 	g := NewWithT(t)
 	e := start(t)
 	e.node(t, "n", corev1.ConditionTrue)
 	e.s.Expect("n")
 	g.Eventually(func() float64 { return watches(scopeNode) }).Should(Equal(1.0))
-	// A Node event within Linger that says the node is fine keeps it: the
+	// A Node event within the linger that says the node is fine keeps it: the
 	// mark it was expected for may not be seen yet.
 	e.setReady(t, "n", corev1.ConditionTrue)
 	g.Consistently(func() float64 { return watches(scopeNode) }, time.Second, 100*time.Millisecond).Should(Equal(1.0))
@@ -259,7 +263,7 @@ func TestScopedWatchesEveryPodAboveItsLimitAndNarrowsAtHalf(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		g.Expect(e.names(g, n)).To(Equal([]string{n + "1"}))
 	}
-	// On's reads keep a node watched for Linger; let them age.
+	// On's reads keep a node watched for the linger; let them age.
 	e.sweep(g)
 	e.queued()
 	// Pods of nodes in trouble are heard, others' are not.

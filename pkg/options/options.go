@@ -41,10 +41,10 @@ const (
 const DefaultMaintenanceGracePeriod = time.Hour
 
 // DefaultPodWatchNodes is how many nodes may have their pods watched one
-// node at a time before every pod is watched at once. It stays well below
-// the streams one HTTP/2 connection to the apiserver carries (250 by
-// default), and its lists, one per node, take seconds at the default rate
-// limit.
+// node at a time before every pod is watched at once: as many streams as
+// kube-apiserver lets one HTTP/2 connection carry by default (more open
+// another connection), and lists, one per node, that take seconds at the
+// default rate limit.
 const DefaultPodWatchNodes = 100
 
 // DefaultDryRunRecord is the ConfigMap a dry run keeps its comparison in,
