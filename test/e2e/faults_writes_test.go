@@ -8,8 +8,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // cachedReady waits until the manager's cache shows the pod, Ready: the
@@ -25,11 +28,17 @@ func cachedReady(mgr ctrl.Manager, pod *corev1.Pod) {
 	}).Should(Succeed())
 }
 
+// everyPodWatched has the controllers watch every pod, as upstream does,
+// rather than the pods of the nodes in trouble only.
+func everyPodWatched(o *options.Options) { o.PodWatchNodes = 0 }
+
 var _ = Describe("Pod writes by UID", Label("faults"), func() {
 	It("never marks or evicts a new pod that took the name of one the controller's cache still shows", func() {
 		hold := newWatchHoldOf("pods")
 		DeferCleanup(hold.let)
-		mgr, _ := runManager(laggingCache(hold))
+		// Every pod watched, as upstream does: the cache is stale before
+		// the node fails. The next spec stalls a node's own pod watch.
+		mgr, _ := runManager(laggingCache(hold), everyPodWatched)
 		liveNode()
 		node, fail := failingNode()
 		name := "reborn-" + rand.String(5)
@@ -66,11 +75,52 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 		Eventually(deleted(reborn)).WithTimeout(evictTimeout + 5*time.Second).Should(BeTrue())
 	})
 
+	It("never evicts a new pod that took the name of one its node's own pod watch still shows", func() {
+		hold := newWatchHoldOf("pods")
+		DeferCleanup(hold.let)
+		// The pods are watched one node at a time (the default); only pod
+		// watches stall, and the controller has no other.
+		held := rest.CopyConfig(cfg)
+		held.Wrap(hold.wrap)
+		runManagerOn(held, nil)
+		liveNode()
+		node, fail := failingNode()
+		name := "reborn-" + rand.String(5)
+		old := createPod(name, node)
+
+		By("the node failing: its pods listed by a watch of their own and marked NotReady")
+		fail()
+		Eventually(podReadyStatus(old)).WithTimeout(grace + 5*time.Second).Should(Equal(corev1.ConditionFalse))
+
+		By("that watch stalling while the pod is deleted and made again under its name, before its deadline")
+		hold.hold()
+		Expect(k8s.Delete(context.Background(), old, client.GracePeriodSeconds(0))).To(Succeed())
+		Eventually(deleted(old)).Should(BeTrue())
+		reborn := createPod(name, node)
+		Expect(reborn.UID).NotTo(Equal(old.UID))
+
+		By("the old pod's deadline passing: the eviction meant for it must not land on the new one")
+		Consistently(func(g Gomega) {
+			got := &corev1.Pod{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(reborn), got)).To(Succeed())
+			g.Expect(got.UID).To(Equal(reborn.UID))
+			g.Expect(got.DeletionTimestamp).To(BeNil(), "the new pod was deleted")
+			for _, c := range got.Status.Conditions {
+				g.Expect(c.Type).NotTo(Equal(corev1.DisruptionTarget), "the new pod was made a disruption target")
+			}
+		}).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
+
+		By("the watch catching up: the new pod goes like any other")
+		hold.let()
+		Eventually(podReadyStatus(reborn)).Should(Equal(corev1.ConditionFalse))
+		Eventually(deleted(reborn)).WithTimeout(evictTimeout + 5*time.Second).Should(BeTrue())
+	})
+
 	It("keeps the conditions another writer set after the controller's cache last saw the pod", func() {
 		const theirs = corev1.PodConditionType("example.com/Checked")
 		hold := newWatchHoldOf("pods")
 		DeferCleanup(hold.let)
-		mgr, _ := runManager(laggingCache(hold))
+		mgr, _ := runManager(laggingCache(hold), everyPodWatched)
 		liveNode()
 		node, fail := failingNode()
 		pod := createPod("others-"+rand.String(5), node)
