@@ -2,6 +2,7 @@ package nodehealth
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
 func TestUnreachableNodeGetsNoExecuteAndItsPodsGoNotReady(t *testing.T) {
@@ -107,4 +109,56 @@ func nodeNamed(t *testing.T, f *fixture, name string) *corev1.Node {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// unlistedPods answers for no node until listed is set, and records the
+// nodes expected.
+type unlistedPods struct {
+	podscope.Cluster
+	listed   bool
+	expected []string
+}
+
+func (p *unlistedPods) On(ctx context.Context, node string) ([]corev1.Pod, error) {
+	if !p.listed {
+		return nil, podscope.ErrNotListed
+	}
+	return p.Cluster.On(ctx, node)
+}
+
+func (p *unlistedPods) Expect(node string) { p.expected = append(p.expected, node) }
+
+func TestPodsNotListedYetWaitAndTheRestOfTheLookGoesOn(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
+	pods := &unlistedPods{Cluster: podscope.Cluster{Reader: f.cached}}
+	f.r.Pods = pods
+	f.reconcile(t)
+	if len(pods.expected) != 0 {
+		t.Fatalf("pods expected before the deadline: %v", pods.expected)
+	}
+	f.clock.Step(grace.Monitor)
+	// The look does not fail: the node is marked and tainted, and its pods
+	// wait for their list.
+	f.reconcile(t)
+	if want := []string{"n1"}; !slices.Equal(pods.expected, want) {
+		t.Fatalf("expected %v, want %v: the pods are asked for as the node is marked", pods.expected, want)
+	}
+	if n := f.node(t); !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) {
+		t.Fatalf("taints: %v", n.Spec.Taints)
+	}
+	podReadyIs := func(want corev1.ConditionStatus) {
+		t.Helper()
+		p := &corev1.Pod{}
+		if err := f.cached.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "p1"}, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Status.Conditions[0].Status; got != want {
+			t.Fatalf("pod Ready = %s, want %s", got, want)
+		}
+	}
+	podReadyIs(corev1.ConditionTrue)
+	// Listed: the look the listing queues marks them.
+	pods.listed = true
+	f.reconcile(t)
+	podReadyIs(corev1.ConditionFalse)
 }

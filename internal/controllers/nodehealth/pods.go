@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +27,7 @@ const podWorkers = 16
 func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, now time.Time) error {
 	pods, err := r.pods().On(ctx, node.Name)
 	if errors.Is(err, podscope.ErrNotListed) {
-		ctrl.LoggerFrom(ctx).V(2).Info("Pods not listed yet; marking them NotReady once they are", "node", klog.KObj(node))
+		ctrl.LoggerFrom(ctx).V(2).Info("Pods not listed yet; marking them NotReady once they are")
 		return nil
 	}
 	if err != nil {

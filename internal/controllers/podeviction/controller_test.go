@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
 var (
@@ -218,5 +219,37 @@ func TestDueIsToldTheDeadlinesAhead(t *testing.T) {
 	want := map[string]time.Time{"short": t0.Add(30 * time.Second), "plain": t0.Add(timeout)}
 	if len(got) != len(want) || !got["short"].Equal(want["short"]) || !got["plain"].Equal(want["plain"]) {
 		t.Fatalf("Due told %v, want %v", got, want)
+	}
+}
+
+// unlistedPods answers for no node until listed is set.
+type unlistedPods struct {
+	podscope.Cluster
+	listed bool
+}
+
+func (p *unlistedPods) On(ctx context.Context, node string) ([]corev1.Pod, error) {
+	if !p.listed {
+		return nil, podscope.ErrNotListed
+	}
+	return p.Cluster.On(ctx, node)
+}
+
+func TestPodsNotListedYetAreEvictedOnceTheyAre(t *testing.T) {
+	added := t0.Add(-time.Hour)
+	r, c, _ := newReconciler(taintedNode(unreachable(&added)), pod("p", nil))
+	pods := &unlistedPods{Cluster: podscope.Cluster{Reader: c}}
+	r.Pods = pods
+	// Not an error: the listing queues the node.
+	if res := run(t, r); res.RequeueAfter != 0 {
+		t.Fatalf("RequeueAfter = %v before the pods are listed", res.RequeueAfter)
+	}
+	if !exists(t, c, "p") {
+		t.Fatal("evicted a pod its controller had not listed")
+	}
+	pods.listed = true
+	run(t, r)
+	if exists(t, c, "p") {
+		t.Fatal("pod past its deadline kept once listed")
 	}
 }
