@@ -373,6 +373,14 @@ func spreadPlot(title, unit, format string, bars []bar) (*plot.Plot, error) {
 		names[i] = b.label
 		top = max(top, b.spread.Max)
 	}
+	if len(bars) == 0 {
+		// A contender that did not run (--only) leaves a panel empty; it
+		// says so rather than draw an axis of no names.
+		p.Title.Text += ": not run"
+		p.HideX()
+		p.Y.Min, p.Y.Max = 0, 1
+		return p, nil
+	}
 	p.NominalX(names...)
 	// Room above the whiskers for the labels, and an axis even at zero.
 	p.Y.Min, p.Y.Max = 0, max(1e-3, top*1.15)

@@ -184,3 +184,14 @@ func TestContenderBarsSkipWhatNoRunHas(t *testing.T) {
 		t.Errorf("bars %+v, want upstream and ours only", bars)
 	}
 }
+
+func TestSpreadPlotWithoutBars(t *testing.T) {
+	// --only=ours runs no floor: the panel of ratios to it has no bar.
+	p, err := spreadPlot("Over the floor", "ratio", "%.2f", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Title.Text != "Over the floor: not run" {
+		t.Errorf("title %q", p.Title.Text)
+	}
+}
