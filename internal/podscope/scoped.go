@@ -79,15 +79,12 @@ func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, linger time.D
 	if err != nil {
 		return nil, fmt.Errorf("pod watch client: %w", err)
 	}
-	return newScoped(nodes, func(sel string) toolscache.ListerWatcher {
+	listers := func(sel string) toolscache.ListerWatcher {
 		return toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
 			func(o *metav1.ListOptions) { o.FieldSelector = sel })
-	}, limit, linger, clk), nil
-}
-
-func newScoped(nodes cache.Informers, listers func(string) toolscache.ListerWatcher, limit int, linger time.Duration, clk clock.WithTicker) *Scoped {
+	}
 	return &Scoped{nodes: nodes, listers: listers, limit: limit, linger: linger, clock: clk,
-		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}
+		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}, nil
 }
 
 // NeedLeaderElection is false: standby replicas keep the same watches.

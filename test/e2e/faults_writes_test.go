@@ -28,6 +28,24 @@ func cachedReady(mgr ctrl.Manager, pod *corev1.Pod) {
 	}).Should(Succeed())
 }
 
+// untouched checks that no write meant for a pod of the same name landed
+// on pod: it is still there, Ready, and neither deleting nor a disruption
+// target.
+func untouched(pod *corev1.Pod) func(g Gomega) {
+	return func(g Gomega) {
+		got := &corev1.Pod{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		g.Expect(got.UID).To(Equal(pod.UID))
+		g.Expect(got.DeletionTimestamp).To(BeNil(), "the new pod was deleted")
+		for _, c := range got.Status.Conditions {
+			g.Expect(c.Type).NotTo(Equal(corev1.DisruptionTarget), "the new pod was made a disruption target")
+			if c.Type == corev1.PodReady {
+				g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "the new pod was marked NotReady")
+			}
+		}
+	}
+}
+
 // everyPodWatched has the controllers watch every pod, as upstream does,
 // rather than the pods of the nodes in trouble only.
 func everyPodWatched(o *options.Options) { o.PodWatchNodes = 0 }
@@ -56,18 +74,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 		fail()
 		Eventually(readyStatus(node)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
 		noExecuteAdded(node, corev1.TaintNodeUnreachable)
-		Consistently(func(g Gomega) {
-			got := &corev1.Pod{}
-			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(reborn), got)).To(Succeed())
-			g.Expect(got.UID).To(Equal(reborn.UID))
-			g.Expect(got.DeletionTimestamp).To(BeNil(), "the new pod was deleted")
-			for _, c := range got.Status.Conditions {
-				g.Expect(c.Type).NotTo(Equal(corev1.DisruptionTarget), "the new pod was made a disruption target")
-				if c.Type == corev1.PodReady {
-					g.Expect(c.Status).To(Equal(corev1.ConditionTrue), "the new pod was marked NotReady")
-				}
-			}
-		}).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
+		Consistently(untouched(reborn)).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
 
 		By("the watch catching up: the new pod is the dead node's now, and goes like any other")
 		hold.let()
@@ -100,15 +107,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 		Expect(reborn.UID).NotTo(Equal(old.UID))
 
 		By("the old pod's deadline passing: the eviction meant for it must not land on the new one")
-		Consistently(func(g Gomega) {
-			got := &corev1.Pod{}
-			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(reborn), got)).To(Succeed())
-			g.Expect(got.UID).To(Equal(reborn.UID))
-			g.Expect(got.DeletionTimestamp).To(BeNil(), "the new pod was deleted")
-			for _, c := range got.Status.Conditions {
-				g.Expect(c.Type).NotTo(Equal(corev1.DisruptionTarget), "the new pod was made a disruption target")
-			}
-		}).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
+		Consistently(untouched(reborn)).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
 
 		By("the watch catching up: the new pod goes like any other")
 		hold.let()
