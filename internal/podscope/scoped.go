@@ -258,12 +258,7 @@ func (s *Scoped) settle() {
 			s.wide = s.startWatch("")
 		}
 		if s.wide.listed() {
-			for _, w := range s.wanted {
-				if w.watch != nil {
-					w.watch.stop()
-					w.watch = nil
-				}
-			}
+			s.stopNodeWatches()
 		}
 	} else {
 		all := true
@@ -283,17 +278,23 @@ func (s *Scoped) settle() {
 
 // stopAll stops every watch. Called with mu held.
 func (s *Scoped) stopAll() {
+	s.stopNodeWatches()
+	if s.wide != nil {
+		s.wide.stop()
+		s.wide = nil
+	}
+	s.count()
+}
+
+// stopNodeWatches stops the watches of one node's pods. Called with mu
+// held.
+func (s *Scoped) stopNodeWatches() {
 	for _, w := range s.wanted {
 		if w.watch != nil {
 			w.watch.stop()
 			w.watch = nil
 		}
 	}
-	if s.wide != nil {
-		s.wide.stop()
-		s.wide = nil
-	}
-	s.count()
 }
 
 // count sets the watch gauges. Called with mu held.
@@ -369,7 +370,7 @@ func (s *Scoped) subscribers() []*subscriber {
 // podEvent passes a pod's change to every subscriber, for a node still
 // wanted: the wide watch sees every node's pods, and those of nodes not
 // in trouble change nothing the controllers do.
-func (s *Scoped) podEvent(pod *corev1.Pod, pass func(*subscriber) bool) {
+func (s *Scoped) podEvent(pod *corev1.Pod, pass func(predicate.TypedPredicate[*corev1.Pod]) bool) {
 	if pod.Spec.NodeName == "" {
 		return
 	}
@@ -381,7 +382,7 @@ func (s *Scoped) podEvent(pod *corev1.Pod, pass func(*subscriber) bool) {
 	}
 	s.mu.Unlock()
 	for _, sub := range subs {
-		if pass(sub) {
+		if sub.passes(pass) {
 			sub.queue.Add(reconcile.Request{NamespacedName: nodeKey(pod.Spec.NodeName)})
 		}
 	}

@@ -49,14 +49,16 @@ func (s *Scoped) startWatch(node string) *watch {
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if pod, ok := obj.(*corev1.Pod); ok {
-				s.podEvent(pod, func(sub *subscriber) bool { return sub.create(pod) })
+				e := event.TypedCreateEvent[*corev1.Pod]{Object: pod}
+				s.podEvent(pod, func(p predicate.TypedPredicate[*corev1.Pod]) bool { return p.Create(e) })
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Pod)
 			n, ok2 := newObj.(*corev1.Pod)
 			if ok1 && ok2 {
-				s.podEvent(n, func(sub *subscriber) bool { return sub.update(o, n) })
+				e := event.TypedUpdateEvent[*corev1.Pod]{ObjectOld: o, ObjectNew: n}
+				s.podEvent(n, func(p predicate.TypedPredicate[*corev1.Pod]) bool { return p.Update(e) })
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -64,7 +66,8 @@ func (s *Scoped) startWatch(node string) *watch {
 				obj = d.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				s.podEvent(pod, func(sub *subscriber) bool { return sub.delete(pod) })
+				e := event.TypedDeleteEvent[*corev1.Pod]{Object: pod}
+				s.podEvent(pod, func(p predicate.TypedPredicate[*corev1.Pod]) bool { return p.Delete(e) })
 			}
 		},
 	})
@@ -110,30 +113,11 @@ type subscriber struct {
 	preds []predicate.TypedPredicate[*corev1.Pod]
 }
 
-func (sub *subscriber) create(pod *corev1.Pod) bool {
-	e := event.TypedCreateEvent[*corev1.Pod]{Object: pod}
+// passes reports whether the event passes every predicate, as pass asks
+// each.
+func (sub *subscriber) passes(pass func(predicate.TypedPredicate[*corev1.Pod]) bool) bool {
 	for _, p := range sub.preds {
-		if !p.Create(e) {
-			return false
-		}
-	}
-	return true
-}
-
-func (sub *subscriber) update(old, pod *corev1.Pod) bool {
-	e := event.TypedUpdateEvent[*corev1.Pod]{ObjectOld: old, ObjectNew: pod}
-	for _, p := range sub.preds {
-		if !p.Update(e) {
-			return false
-		}
-	}
-	return true
-}
-
-func (sub *subscriber) delete(pod *corev1.Pod) bool {
-	e := event.TypedDeleteEvent[*corev1.Pod]{Object: pod}
-	for _, p := range sub.preds {
-		if !p.Delete(e) {
+		if !pass(p) {
 			return false
 		}
 	}

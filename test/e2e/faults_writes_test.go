@@ -28,6 +28,16 @@ func cachedReady(mgr ctrl.Manager, pod *corev1.Pod) {
 	}).Should(Succeed())
 }
 
+// recreate deletes the pod and makes a new one under its name, on its node.
+func recreate(old *corev1.Pod) *corev1.Pod {
+	GinkgoHelper()
+	Expect(k8s.Delete(context.Background(), old, client.GracePeriodSeconds(0))).To(Succeed())
+	Eventually(deleted(old)).Should(BeTrue())
+	reborn := createPod(old.Name, old.Spec.NodeName)
+	Expect(reborn.UID).NotTo(Equal(old.UID))
+	return reborn
+}
+
 // untouched checks that no write meant for a pod of the same name landed
 // on pod: it is still there, Ready, and neither deleting nor a disruption
 // target.
@@ -65,10 +75,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 
 		By("the pod watch stalling while the pod is deleted and made again under its name")
 		hold.hold()
-		Expect(k8s.Delete(context.Background(), old, client.GracePeriodSeconds(0))).To(Succeed())
-		Eventually(deleted(old)).Should(BeTrue())
-		reborn := createPod(name, node)
-		Expect(reborn.UID).NotTo(Equal(old.UID))
+		reborn := recreate(old)
 
 		By("the node failing: the writes meant for the old pod must not land on the new one")
 		fail()
@@ -101,10 +108,7 @@ var _ = Describe("Pod writes by UID", Label("faults"), func() {
 
 		By("that watch stalling while the pod is deleted and made again under its name, before its deadline")
 		hold.hold()
-		Expect(k8s.Delete(context.Background(), old, client.GracePeriodSeconds(0))).To(Succeed())
-		Eventually(deleted(old)).Should(BeTrue())
-		reborn := createPod(name, node)
-		Expect(reborn.UID).NotTo(Equal(old.UID))
+		reborn := recreate(old)
 
 		By("the old pod's deadline passing: the eviction meant for it must not land on the new one")
 		Consistently(untouched(reborn)).WithTimeout(evictTimeout + 2*time.Second).Should(Succeed())
