@@ -57,6 +57,8 @@ type APIClock interface {
 // Reconciler judges one node per call and acts on the verdict.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
+	// SetupWithManager has it read back its own Node writes until the
+	// cache shows them (package readback).
 	Client client.Client
 	// APIReader reads from the apiserver directly; it confirms a silence
 	// before a node is marked, so that a lagging watch never marks a live

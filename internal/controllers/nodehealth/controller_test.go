@@ -28,6 +28,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
 )
 
 var (
@@ -434,5 +435,65 @@ func TestAStatusHeartbeatTheCacheMissedFailsTheMark(t *testing.T) {
 	}
 	if res.RequeueAfter != grace.Monitor {
 		t.Fatalf("RequeueAfter = %v, want a fresh grace period %v from the status heartbeat", res.RequeueAfter, grace.Monitor)
+	}
+}
+
+// TestTheLookAfterAMarkReadsTheMark: the look a mark queues comes before
+// the watch brings the mark back. It works from the node the mark wrote,
+// not from the cache's older copy: it reads nothing live again, and its
+// taint patch, locked to the mark's version, is not refused.
+func TestTheLookAfterAMarkReadsTheMark(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, nil, nil)
+	store := f.cached.(client.WithWatch)
+	held := f.node(t)
+	// The cache stays at the node as it was before the mark.
+	lagging := interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if n, ok := obj.(*corev1.Node); ok {
+				*n = *held.DeepCopy()
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, obj, p, opts...)
+			if apierrors.IsConflict(err) {
+				t.Errorf("taint patch refused: %v", err)
+			}
+			return err
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			err := c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			if apierrors.IsConflict(err) {
+				t.Errorf("status patch refused: %v", err)
+			}
+			return err
+		},
+	})
+	var reads []string
+	f.r.APIReader = interceptor.NewClient(store, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			reads = append(reads, fmt.Sprintf("%T", obj))
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	f.r.Client = readback.New[corev1.Node](lagging)
+
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t) // the mark, and the look it queues
+
+	n := &corev1.Node{}
+	if err := store.Get(context.Background(), req.NamespacedName, n); err != nil {
+		t.Fatal(err)
+	}
+	if got := readyOf(n).Status; got != corev1.ConditionUnknown {
+		t.Fatalf("not marked: %s", got)
+	}
+	if !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) {
+		t.Fatalf("taints after the look that followed the mark: %v", n.Spec.Taints)
+	}
+	if want := []string{"*v1.Lease"}; !slices.Equal(reads, want) {
+		t.Fatalf("live reads %v, want only the mark's %v", reads, want)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
 )
 
 // ControllerName names the controller in logs and metrics; its events come
@@ -38,6 +39,10 @@ const Workers = 8
 // through the queue.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
 	r.started = r.Clock.Now()
+	// The look a write queues must see the write: a mark, then its taints,
+	// are each worked from what the last returned, not from the cache's
+	// older copy, which would repeat the live reads and be refused.
+	r.Client = readback.New[corev1.Node](r.Client)
 	if r.Pods == nil {
 		r.Pods = podscope.Cluster{Reader: r.Client, Cache: mgr.GetCache()}
 	}
