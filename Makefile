@@ -52,7 +52,7 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run
 
 .PHONY: verify
-verify: manifests generate ## Check that generated code and manifests, formatting and go.mod are as committed: regenerate, then fail on any difference.
+verify: manifests generate ## Check that generated code and manifests, formatting and go.mod are as committed, and that no binary is: regenerate, then fail on any difference.
 	go mod tidy -diff
 	cd test/outside && go mod tidy -diff
 	cd hack/ociimage && go mod tidy -diff
@@ -61,6 +61,8 @@ verify: manifests generate ## Check that generated code and manifests, formattin
 	@git diff --exit-code -- api config || { echo "make manifests generate changed the files above: commit what they generate"; exit 1; }
 	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
 	if [ -n "$$untracked" ]; then echo "make manifests generate wrote files that are not committed:"; echo "$$untracked"; exit 1; fi
+	@binaries=$$(git diff --cached --numstat $$(git hash-object -t tree /dev/null) | awk -F'\t' '$$1 == "-" { print $$3 }'); \
+	if [ -n "$$binaries" ]; then echo "Binary files are tracked; build them into bin/ instead:"; echo "$$binaries"; exit 1; fi
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
