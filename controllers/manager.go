@@ -5,22 +5,28 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	internal "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/syncinformer"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // CacheOptions returns the cache settings the controllers need: Leases are
-// watched in kube-node-lease only, and managed fields, which nothing here
-// reads, are dropped from every cached object.
+// watched in kube-node-lease only, managed fields, which nothing here
+// reads, are dropped from every cached object, and the informers of Nodes
+// and Leases call their handlers in line (a handler added to either must
+// not block).
 func CacheOptions() cache.Options {
 	return MergeCacheOptions(cache.Options{})
 }
@@ -30,12 +36,18 @@ func CacheOptions() cache.Options {
 // caller's namespaces for Leases, if it restricts them), Pods in every
 // namespace (if the caller restricts the default namespaces), and, unless
 // the caller has a transform of its own, managed fields dropped from every
-// cached object. What the caller set otherwise is kept. A setting the
+// cached object, and, unless the caller has an informer constructor of its
+// own, Node and Lease informers that call their handlers in line, without
+// a goroutine hand-off per event and handler (a handler added to either
+// must not block). What the caller set otherwise is kept. A setting the
 // controllers cannot work with (Nodes, Leases or Pods narrowed by a
 // selector, or Pods to some namespaces) is refused by NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
 	if o.DefaultTransform == nil {
 		o.DefaultTransform = cache.TransformStripManagedFields()
+	}
+	if o.NewInformer == nil {
+		o.NewInformer = newInformer
 	}
 	byObject := maps.Clone(o.ByObject)
 	if byObject == nil {
@@ -59,6 +71,19 @@ func MergeCacheOptions(o cache.Options) cache.Options {
 	}
 	o.ByObject = byObject
 	return o
+}
+
+// newInformer makes the informers of Nodes and Leases call their handlers
+// in line (package syncinformer): a Lease renewal, the bulk of the events
+// the controllers hear, then costs no goroutine hand-off. Every other kind
+// gets client-go's shared informer.
+func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	switch obj.(type) {
+	case *corev1.Node, *coordinationv1.Lease:
+		return syncinformer.New(lw, obj, resync, indexers)
+	default:
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}
 }
 
 // checkCache refuses cache settings under which the controllers would miss
