@@ -139,48 +139,6 @@ func TestARemovedHandlerHearsNoMore(t *testing.T) {
 	}
 }
 
-// The handlers are called in line: until one returns, the informer applies
-// no further change to its store. (A shared informer would go on; this is
-// why a handler here must not block.)
-func TestHandlersAreCalledInLine(t *testing.T) {
-	src := fcache.NewFakeControllerSource()
-	i := New(src, &coordinationv1.Lease{}, 0, nil)
-	release := make(chan struct{})
-	entered := make(chan struct{})
-	var once sync.Once
-	if _, err := i.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, _ bool) {
-			if obj.(*coordinationv1.Lease).Name == "a" {
-				once.Do(func() { close(entered) })
-				<-release
-			}
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	run(t, i)
-	src.Add(lease("a", "1"))
-	<-entered
-	src.Add(lease("b", "1"))
-	// The watch has delivered b; while a's handler holds, b is not stored.
-	// No wait can prove a negative: look a few times while a holds.
-	for range 20 {
-		if _, ok, _ := i.GetStore().GetByKey("kube-node-lease/b"); ok {
-			t.Fatal("b was stored while a's handler had not returned")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) {
-			_, ok, _ := i.GetStore().GetByKey("kube-node-lease/b")
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatal("b was not stored once a's handler returned")
-	}
-}
-
 func TestTransformIsAppliedAndFixedAtStart(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
 	src.Add(lease("a", "1"))
