@@ -41,8 +41,9 @@ type Config struct {
 	// NodeStatusUpdateFrequency is how often the status is computed.
 	// Default 10s.
 	NodeStatusUpdateFrequency time.Duration
-	// NodeStatusReportFrequency is the longest interval between two reports
-	// of an unchanged status. Default 5m.
+	// NodeStatusReportFrequency is the interval between two reports of an
+	// unchanged status; after a report of a change (or the registration) it
+	// is shifted once by up to half of it either way, at random. Default 5m.
 	NodeStatusReportFrequency time.Duration
 	// StartOffset delays the first lease renewal and the start of the
 	// periodic status sync, so that a fleet started at once spreads its

@@ -9,7 +9,10 @@
 // fails. The status loop computes the status every NodeStatusUpdateFrequency
 // from pluggable StatusSetters but patches the Node only when something
 // meaningful changed or NodeStatusReportFrequency has passed, which keeps
-// writes to Nodes, the heaviest objects in a large cluster, rare.
+// writes to Nodes, the heaviest objects in a large cluster, rare. Like the
+// kubelet's, a report of a change shifts the next unchanged one by up to
+// half that interval either way, at random, so that nodes registered or
+// recovered together spread their reports.
 //
 // Everything is timed by an injected clock, so a fleet of thousands of
 // reporters can share one process and one client (see NewHeartbeatClient),

@@ -54,7 +54,9 @@ func (r *Reporter) tryRegister(ctx context.Context) (bool, error) {
 	_, err = r.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		r.lastReport = now
+		// The created Node carries the first status: a change, whose
+		// next report is spread like any other's.
+		r.lastReport, r.reportDelay = now, r.reportSpread()
 		klog.FromContext(ctx).V(1).Info("Registered node")
 		return true, nil
 	case apierrors.IsAlreadyExists(err):

@@ -46,9 +46,12 @@ type Reporter struct {
 	// lease is the Lease as returned by the last successful write; only the
 	// lease loop uses it.
 	lease *coordinationv1.Lease
-	// lastReport is when the status was last written; only registration
-	// and the status loop, which never run at once, use it.
-	lastReport time.Time
+	// lastReport is when the status was last written, and reportDelay what
+	// is added to NodeStatusReportFrequency before an unchanged status is
+	// written again; only registration and the status loop, which never run
+	// at once, use them.
+	lastReport  time.Time
+	reportDelay time.Duration
 }
 
 // New returns a reporter of the node cfg names, writing through c and timed
@@ -185,6 +188,15 @@ func (r *Reporter) sleep(ctx context.Context, d time.Duration) bool {
 // jittered returns d lengthened by up to loopJitter of it.
 func (r *Reporter) jittered(d time.Duration) time.Duration {
 	return d + time.Duration(r.random()*loopJitter*float64(d))
+}
+
+// reportSpread returns the delay added to the report interval after a report
+// of a changed status: uniform over [-1/2, 1/2) of NodeStatusReportFrequency,
+// as the kubelet draws it, so that nodes whose status changed together (a
+// fleet registered at once, a zone that came back) do not all report again
+// in the same second one interval later.
+func (r *Reporter) reportSpread() time.Duration {
+	return time.Duration((r.random() - 0.5) * float64(r.cfg.NodeStatusReportFrequency))
 }
 
 // backoff doubles d up to the configured MaxBackoff.

@@ -92,20 +92,36 @@ func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 	if _, err := nodes.Patch(ctx, r.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("patch status of node %q: %w", r.cfg.NodeName, err)
 	}
+	// A report made because the interval passed keeps the node's phase; one
+	// made because the status changed, or the first of an adopted Node,
+	// draws a new one.
+	if r.lastReport.IsZero() || !r.dueForReport(now) {
+		r.reportDelay = r.reportSpread()
+	} else {
+		r.reportDelay = 0
+	}
 	r.lastReport = now
 	klog.FromContext(ctx).V(4).Info("Reported node status")
 	return nil
 }
 
 // nextStatus computes the status of node at now and says whether it must be
-// reported: when it changed meaningfully, or when NodeStatusReportFrequency
-// has passed since the last report. The error, if any, is of setters that
-// failed; next is still usable.
+// reported: when it changed meaningfully, or when the report interval has
+// passed since the last report (see dueForReport). The error, if any, is of
+// setters that failed; next is still usable.
 func (r *Reporter) nextStatus(node *corev1.Node, now time.Time) (next *corev1.Node, report bool, err error) {
 	next, err = r.computeNode(node, now)
-	report = r.lastReport.IsZero() || now.Sub(r.lastReport) >= r.cfg.NodeStatusReportFrequency ||
-		statusChanged(&node.Status, &next.Status)
+	report = r.dueForReport(now) || statusChanged(&node.Status, &next.Status)
 	return next, report, err
+}
+
+// dueForReport says whether an unchanged status must be written at now:
+// when it never was, or when NodeStatusReportFrequency, spread by the delay
+// drawn at the last report of a change, has passed since the last report.
+// A registration, and the first report of an adopted Node, count as such a
+// report, so that nodes started together do not report together ever after.
+func (r *Reporter) dueForReport(now time.Time) bool {
+	return r.lastReport.IsZero() || !now.Before(r.lastReport.Add(r.cfg.NodeStatusReportFrequency+r.reportDelay))
 }
 
 // computeNode runs the setters on a copy of base at now and stamps the times

@@ -371,52 +371,92 @@ func TestStatusPatch(t *testing.T) {
 	}
 }
 
+// TestStatusReportCadence follows one node's status reports. The harness
+// draws 0 at random, the low end of the spread: a report of a change is
+// followed by the next unchanged one half a report interval early, and a
+// report made because the interval passed keeps the node's phase.
 func TestStatusReportCadence(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.start()
 	h.settle(2)
 	h.calls()
 
-	// Created at t0: unchanged status waits for the report frequency.
-	for i := 1; i < 30; i++ {
-		h.step(10*time.Second, 2)
-		if n := count(h.calls(), "patch", "nodes"); n != 0 {
-			t.Fatalf("%ds: %d patches of an unchanged status, want none", 10*i, n)
+	// quietUntil steps the syncs up to, not including, the one at end, and
+	// fails on any patch among them.
+	elapsed := time.Duration(0)
+	quietUntil := func(end time.Duration) {
+		t.Helper()
+		for elapsed+10*time.Second < end {
+			h.step(10*time.Second, 2)
+			elapsed += 10 * time.Second
+			if n := count(h.calls(), "patch", "nodes"); n != 0 {
+				t.Fatalf("%v: %d patches of an unchanged status, want none", elapsed, n)
+			}
 		}
 	}
-	h.step(10*time.Second, 2)
-	if n := count(h.calls(), "patch", "nodes"); n != 1 {
-		t.Fatalf("300s: %d patches, want 1 once the report frequency passed", n)
-	}
-	ready := condition(h.node(), corev1.NodeReady)
-	if want := at(300 * time.Second); !ready.LastHeartbeatTime.Equal(&want) {
-		t.Errorf("Ready lastHeartbeatTime = %v, want %v", ready.LastHeartbeatTime, want)
-	}
-	if want := at(0); !ready.LastTransitionTime.Equal(&want) || ready.Status != corev1.ConditionTrue {
-		t.Errorf("Ready = %s since %v, want True since %v", ready.Status, ready.LastTransitionTime, want)
+	reportAt := func(when time.Duration, why string) {
+		t.Helper()
+		h.step(10*time.Second, 2)
+		elapsed += 10 * time.Second
+		if elapsed != when {
+			t.Fatalf("stepped to %v, want %v", elapsed, when)
+		}
+		if n := count(h.calls(), "patch", "nodes"); n != 1 {
+			t.Fatalf("%v: %d patches, want 1 %s", when, n, why)
+		}
+		ready := condition(h.node(), corev1.NodeReady)
+		if want := at(when); !ready.LastHeartbeatTime.Equal(&want) {
+			t.Errorf("%v: Ready lastHeartbeatTime = %v, want %v", when, ready.LastHeartbeatTime, want)
+		}
 	}
 
-	h.r.Health().SetReady(false, "container runtime is down")
-	h.step(10*time.Second, 2)
-	if n := count(h.calls(), "patch", "nodes"); n != 1 {
-		t.Fatalf("310s: %d patches, want 1 for a change", n)
+	// Registered at t0, a change: the next report is due at 300s - 150s.
+	quietUntil(150 * time.Second)
+	reportAt(150*time.Second, "once the spread report interval passed")
+	if ready := condition(h.node(), corev1.NodeReady); !ready.LastTransitionTime.Time.Equal(at(0).Time) || ready.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s since %v, want True since %v", ready.Status, ready.LastTransitionTime, at(0))
 	}
-	ready = condition(h.node(), corev1.NodeReady)
-	if want := at(310 * time.Second); ready.Status != corev1.ConditionFalse || !ready.LastTransitionTime.Equal(&want) ||
-		!ready.LastHeartbeatTime.Equal(&want) || ready.Message != "container runtime is down" {
-		t.Errorf("Ready = %+v, want False %q with both times %v", ready, "container runtime is down", want)
+
+	// That report was due, not a change: the phase holds, 300s later.
+	quietUntil(450 * time.Second)
+	reportAt(450*time.Second, "one whole report interval later")
+
+	h.r.Health().SetReady(false, "container runtime is down")
+	reportAt(460*time.Second, "for a change")
+	ready := condition(h.node(), corev1.NodeReady)
+	if want := at(460 * time.Second); ready.Status != corev1.ConditionFalse || !ready.LastTransitionTime.Equal(&want) ||
+		ready.Message != "container runtime is down" {
+		t.Errorf("Ready = %+v, want False %q since %v", ready, "container runtime is down", want)
 	}
 	memory := condition(h.node(), corev1.NodeMemoryPressure)
-	if want := at(310 * time.Second); !memory.LastHeartbeatTime.Equal(&want) {
+	if want := at(460 * time.Second); !memory.LastHeartbeatTime.Equal(&want) {
 		t.Errorf("MemoryPressure lastHeartbeatTime = %v, want %v: every write refreshes every heartbeat", memory.LastHeartbeatTime, want)
 	}
 	if want := at(0); !memory.LastTransitionTime.Equal(&want) {
 		t.Errorf("MemoryPressure lastTransitionTime = %v, want %v", memory.LastTransitionTime, want)
 	}
 
-	h.step(10*time.Second, 2)
-	if n := count(h.calls(), "patch", "nodes"); n != 0 {
-		t.Errorf("320s: %d patches, want none", n)
+	// A change draws a new spread: due again at 460s + 150s.
+	quietUntil(610 * time.Second)
+	reportAt(610*time.Second, "once the spread report interval passed again")
+}
+
+func TestReportSpreadIsUniformOverHalfAnInterval(t *testing.T) {
+	r := &Reporter{random: seededRandom(7), cfg: Config{NodeStatusReportFrequency: 5 * time.Minute}}
+	var below, above int
+	for range 1000 {
+		d := r.reportSpread()
+		if d < -150*time.Second || d >= 150*time.Second {
+			t.Fatalf("spread %v, want within [-2m30s, 2m30s)", d)
+		}
+		if d < 0 {
+			below++
+		} else {
+			above++
+		}
+	}
+	if below < 400 || above < 400 {
+		t.Errorf("%d spreads below zero and %d above of 1000, want both near half", below, above)
 	}
 }
 

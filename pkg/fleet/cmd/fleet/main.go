@@ -45,7 +45,7 @@ func run(args []string) error {
 	fs.Int32Var(&opts.LeaseDurationSeconds, "node-lease-duration-seconds", 40, "Lease duration written to each node's Lease.")
 	fs.Float64Var(&opts.RenewIntervalFraction, "lease-renew-interval-fraction", 0.25, "Share of the lease duration between renewals.")
 	fs.DurationVar(&opts.NodeStatusUpdateFrequency, "node-status-update-frequency", 10*time.Second, "How often each node computes its status.")
-	fs.DurationVar(&opts.NodeStatusReportFrequency, "node-status-report-frequency", 5*time.Minute, "Longest interval between reports of an unchanged status.")
+	fs.DurationVar(&opts.NodeStatusReportFrequency, "node-status-report-frequency", 5*time.Minute, "Interval between reports of an unchanged status; a report of a change shifts the next one at random by up to half of it, as the kubelet does.")
 	zapOpts := zap.Options{}
 	logFlags := goflag.NewFlagSet("logging", goflag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
