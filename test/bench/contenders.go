@@ -244,7 +244,7 @@ type running struct {
 
 // start runs the contender with its own user's kubeconfig and returns once
 // it serves.
-func (c contender) start(ctx context.Context, env *envtest.Environment, dir string, profile bool) (*running, error) {
+func (c contender) start(ctx context.Context, env *envtest.Environment, dir string, profile bool, gogc string) (*running, error) {
 	kubeconfig := filepath.Join(dir, c.Name+".kubeconfig")
 	if err := harness.WriteKubeconfig(env, c.user(), kubeconfig); err != nil {
 		return nil, err
@@ -260,7 +260,11 @@ func (c contender) start(ctx context.Context, env *envtest.Environment, dir stri
 	}
 	defer func() { _ = log.Close() }() // the child holds its own descriptor
 	fmt.Printf("Starting %s: %s %s\n", c.Name, c.binary, strings.Join(args, " "))
-	proc, err := harness.StartProcess(c.binary, args, log)
+	var goEnv []string
+	if gogc != "" {
+		goEnv = append(goEnv, "GOGC="+gogc)
+	}
+	proc, err := harness.StartProcessWithEnv(c.binary, args, goEnv, log)
 	if err != nil {
 		return nil, err
 	}

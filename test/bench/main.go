@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -57,6 +58,7 @@ type config struct {
 	outDir                    string
 	only                      string
 	profile                   bool
+	gogc                      string
 	ours, upstream, floor     string
 }
 
@@ -68,20 +70,23 @@ type benchConfig struct {
 	// PodStatusEvery is how often each pod's status is written, empty
 	// when never; PodStatusWritesPerSecond is the rate that makes for the
 	// whole fleet.
-	PodStatusEvery           string   `json:"podStatusEvery,omitempty"`
-	PodStatusWritesPerSecond float64  `json:"podStatusWritesPerSecond"`
-	StopPercent              float64  `json:"stopPercent"`
-	Steady                   string   `json:"steady"`
-	Runs                     int      `json:"runs"`
-	Profile                  bool     `json:"profile"`
-	Flags                    []string `json:"sharedFlags"`
-	FloorFlags               []string `json:"floorFlags"`
+	PodStatusEvery           string  `json:"podStatusEvery,omitempty"`
+	PodStatusWritesPerSecond float64 `json:"podStatusWritesPerSecond"`
+	StopPercent              float64 `json:"stopPercent"`
+	Steady                   string  `json:"steady"`
+	Runs                     int     `json:"runs"`
+	Profile                  bool    `json:"profile"`
+	// GOGC is what every contender's GOGC was set to, empty for Go's
+	// default (100).
+	GOGC       string   `json:"gogc,omitempty"`
+	Flags      []string `json:"sharedFlags"`
+	FloorFlags []string `json:"floorFlags"`
 }
 
 func describeConfig(c config) benchConfig {
 	d := benchConfig{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode,
-		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile,
+		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile, GOGC: c.gogc,
 		Flags: sharedFlags(), FloorFlags: clientFlags(),
 	}
 	if c.podsPerNode > 0 && c.podStatusEvery > 0 {
@@ -120,7 +125,8 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.runs, "runs", 3, "rounds: each runs every contender once, on a fresh control plane and fleet, the first round upstream, ours, floor, each next one starting one later in that list")
 	flag.StringVar(&c.outDir, "out", "bin/bench", "directory for the results, and for each run's logs, audit log and profile")
 	flag.StringVar(&c.only, "only", "", `run only one contender: "upstream", "ours" or "floor"; empty runs all three`)
-	flag.BoolVar(&c.profile, "profile", false, "save a CPU profile of each contender taken during the steady state, and its `go tool pprof -top`")
+	flag.BoolVar(&c.profile, "profile", false, "save a CPU profile of each contender taken during the steady state and a heap profile taken at its end, each with its `go tool pprof -top`")
+	flag.StringVar(&c.gogc, "gogc", "", "GOGC for every contender (a percentage, or off), to weigh memory against CPU; empty leaves Go's default, 100")
 	flag.StringVar(&c.ours, "ours", "bin/node-lifecycle-controller", "our controller binary (make build)")
 	flag.StringVar(&c.upstream, "upstream", "bin/kube-controller-manager", "the kube-controller-manager binary (make envtest-assets)")
 	flag.StringVar(&c.floor, "floor", "", "the floor binary; empty builds test/bench/floor into --out")
@@ -142,10 +148,18 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--steady=%v: need at least 10s", c.steady)
 	case c.runs < 1:
 		return c, fmt.Errorf("--runs=%d: need at least 1", c.runs)
+	case c.gogc != "" && c.gogc != "off" && !positiveInt(c.gogc):
+		return c, fmt.Errorf(`--gogc=%s: must be a positive whole percentage or "off"`, c.gogc)
 	case c.only != "" && !slices.Contains(contenderNames, c.only):
 		return c, fmt.Errorf(`--only=%s: must be "upstream", "ours" or "floor"`, c.only)
 	}
 	return c, nil
+}
+
+// positiveInt says whether s is a whole number above zero.
+func positiveInt(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0
 }
 
 func run(ctx context.Context) error {

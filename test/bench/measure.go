@@ -94,6 +94,10 @@ type turn struct {
 	// Profile and ProfileTop are the files of the CPU profile, if taken.
 	Profile    string `json:"profile,omitempty"`
 	ProfileTop string `json:"profileTop,omitempty"`
+	// HeapProfile and HeapProfileTop are the files of the heap profile
+	// taken at the end of the steady state, if profiles were asked for.
+	HeapProfile    string `json:"heapProfile,omitempty"`
+	HeapProfileTop string `json:"heapProfileTop,omitempty"`
 }
 
 // stoppedNode is what happened to one node whose heartbeats were stopped.
@@ -128,7 +132,7 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 	}()
 
 	r.Started = time.Now()
-	proc, err := ct.start(ctx, b.env, b.dir, b.cfg.profile)
+	proc, err := ct.start(ctx, b.env, b.dir, b.cfg.profile, b.cfg.gogc)
 	if err != nil {
 		return r, fmt.Errorf("start %s: %w", ct.Name, err)
 	}
@@ -183,6 +187,13 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 		}
 		r.ProfileTop = top
 	}
+	if r.HeapProfile != "" {
+		top, err := pprofTop(ctx, proc.Path, r.HeapProfile, "-sample_index=inuse_space")
+		if err != nil {
+			return r, err
+		}
+		r.HeapProfileTop = top
+	}
 	return r, nil
 }
 
@@ -208,6 +219,12 @@ func (r *turn) steadyState(ctx context.Context, proc *running, c config, dir str
 	r.SteadyEnd = time.Now()
 	if err := errors.Join(holdErr, err, <-profiled); err != nil {
 		return err
+	}
+	if c.profile {
+		r.HeapProfile = filepath.Join(dir, r.Name+"-heap.pprof")
+		if err := saveHeapProfile(ctx, proc.serving, r.HeapProfile); err != nil {
+			return err
+		}
 	}
 	r.CPUSecondsPerMinute = (after - before).Seconds() / r.SteadyEnd.Sub(r.SteadyStart).Minutes()
 	fmt.Printf("%s used %.2f CPU s/min in the steady state.\n", r.Name, r.CPUSecondsPerMinute)

@@ -307,8 +307,11 @@ func (res *results) markdown() string {
 		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
 	fmt.Fprintf(&b, "- Flags, identical for both controllers: `%s`. The floor (test/bench/floor) only watches Nodes and the Leases in kube-node-lease, with our controller's client settings; it gets `%s`.\n",
 		strings.Join(c.Flags, " "), strings.Join(c.FloorFlags, " "))
+	if c.GOGC != "" {
+		fmt.Fprintf(&b, "- Every contender ran with GOGC=%s (`--gogc`).\n", c.GOGC)
+	}
 	if c.Profile {
-		b.WriteString("- Each contender was profiled for up to 30s of its steady state (`--profile`), which costs each a little CPU.\n")
+		b.WriteString("- Each contender was profiled for up to 30s of its steady state (`--profile`), which costs each a little CPU, and its heap profiled, after a garbage collection, at the end of it.\n")
 	}
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "- Round %d, %s (run %d of the round) ran as `%s`; %s.\n", r.Round, r.Name, r.Position, strings.Join(r.Command, " "), r.phases())

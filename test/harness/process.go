@@ -26,10 +26,19 @@ type Process struct {
 // StartProcess starts the binary at path with args, its output going to
 // log. The kernel kills it if this process dies without stopping it.
 func StartProcess(path string, args []string, log io.Writer) (*Process, error) {
+	return StartProcessWithEnv(path, args, nil, log)
+}
+
+// StartProcessWithEnv is StartProcess with env (KEY=VALUE) added to this
+// process's environment, a later entry of a key winning.
+func StartProcessWithEnv(path string, args, env []string, log io.Writer) (*Process, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("binary %s: %w", path, err)
 	}
 	cmd := exec.Command(path, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
