@@ -301,7 +301,7 @@ func (res *results) markdown() string {
 	fmt.Fprintf(&b, "- Date: %s; the whole bench took %s.\n", res.Date, orDash(res.Took))
 	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, Linux %s, %s; Kubernetes %s (apiserver, etcd and kube-controller-manager built from source).\n",
 		m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.Kubernetes)
-	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m); %v%% of the nodes stopped in each controller's run.\n",
+	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m, that interval shifted at random by up to half after each change, as the kubelet does); %v%% of the nodes stopped in each controller's run.\n",
 		c.fleetLoad(), c.StopPercent)
 	fmt.Fprintf(&b, "- Runs: %d round(s). Each run has a fresh control plane and a freshly started fleet of its own; "+
 		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
