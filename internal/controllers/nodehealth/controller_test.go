@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -345,6 +348,75 @@ func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
 	if res.RequeueAfter != 30*time.Second {
 		t.Fatalf("RequeueAfter = %v, want 30s (the grace from the heard renewal)", res.RequeueAfter)
 	}
+}
+
+// TestAStatusHeartbeatOfAHealthyNodeIsHeardNotQueued: a status report that
+// only renews the heartbeat times moves a healthy node's deadline and queues
+// nothing; the same report from a node not judged healthy is queued, and a
+// report that changes a condition's status is queued by For.
+func TestAStatusHeartbeatOfAHealthyNodeIsHeardNotQueued(t *testing.T) {
+	reported := func(old *corev1.Node, at time.Time, status corev1.ConditionStatus) *corev1.Node {
+		n := old.DeepCopy()
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(at)
+		if status != n.Status.Conditions[0].Status {
+			n.Status.Conditions[0].Status = status
+			n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
+		}
+		return n
+	}
+	queued := func(t *testing.T, f *fixture, old, n *corev1.Node) int {
+		t.Helper()
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+		defer q.ShutDown()
+		h := hearing[*corev1.Node]{hear: f.r.hearNode, next: handler.TypedFuncs[*corev1.Node, reconcile.Request]{UpdateFunc: enqueueUpdated}}
+		h.Update(context.Background(), event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: n}, q)
+		return q.Len()
+	}
+
+	t.Run("healthy", func(t *testing.T) {
+		f := newFixture(t, []client.Object{readyNode(), nodeLease(t0)}, nil, nil)
+		f.reconcile(t)
+		f.clock.Step(40 * time.Second)
+		old := f.node(t)
+		n := reported(old, f.clock.Now(), corev1.ConditionTrue)
+		if nodeUpdateMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) {
+			t.Error("For queues a report that only renews the heartbeat times")
+		}
+		if got := queued(t, f, old, n); got != 0 {
+			t.Errorf("queued %d for a healthy node's heartbeat, want 0", got)
+		}
+		if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
+			t.Errorf("deadline %v, want %v: the heartbeat was not heard", d, f.clock.Now().Add(grace.Monitor))
+		}
+	})
+	t.Run("not ready", func(t *testing.T) {
+		notReady := readyNode()
+		notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+		f := newFixture(t, []client.Object{notReady, nodeLease(t0)}, nil, nil)
+		f.reconcile(t)
+		f.clock.Step(10 * time.Second)
+		old := f.node(t)
+		if got := queued(t, f, old, reported(old, f.clock.Now(), corev1.ConditionFalse)); got != 1 {
+			t.Errorf("queued %d for a NotReady node's heartbeat, want 1", got)
+		}
+	})
+	t.Run("status changes", func(t *testing.T) {
+		old := readyNode()
+		n := reported(old, t0, corev1.ConditionFalse)
+		if !nodeUpdateMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) {
+			t.Error("For does not queue a report that turns Ready False")
+		}
+		n = reported(old, t0, corev1.ConditionTrue)
+		n.Status.Conditions[0].Message = "kubelet is posting ready status"
+		if !nodeUpdateMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) {
+			t.Error("For does not queue a report that changes a condition's message")
+		}
+		n = reported(old, t0, corev1.ConditionTrue)
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse})
+		if !nodeUpdateMatters(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) {
+			t.Error("For does not queue a report that adds a condition")
+		}
+	})
 }
 
 // TestRegisteredSince: a node is announced when it was created in or after

@@ -65,9 +65,10 @@ func (r *Reconciler) hearLease(lease *coordinationv1.Lease) bool {
 	return !heartbeat || !r.Tracker.Healthy(lease.Name)
 }
 
-// hearNode records a Node's status heartbeat as soon as it arrives. The
-// Node events that matter are queued by the controller's For.
+// hearNode records a Node's status heartbeat as soon as it arrives, and
+// passes it on only for a node not judged healthy, as hearLease does a
+// renewal: a healthy node finds the heartbeat at its old deadline. The other
+// Node changes that matter are queued by the controller's For.
 func (r *Reconciler) hearNode(node *corev1.Node) bool {
-	r.Tracker.HeardNode(node, r.Clock.Now())
-	return true
+	return r.Tracker.HeardNode(node, r.Clock.Now()) && !r.Tracker.Healthy(node.Name)
 }

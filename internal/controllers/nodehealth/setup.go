@@ -58,10 +58,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateMatters})).
-		// Status heartbeats are heard before the queue; the Node events
+		// Status heartbeats are heard before the queue, and only those of
+		// a node not judged healthy go on to it; the other Node changes
 		// that matter are queued by For.
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
-			hearing[*corev1.Node]{hear: r.hearNode})).
+			hearing[*corev1.Node]{hear: r.hearNode, next: handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+				UpdateFunc: enqueueUpdated}})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
 			hearing[*coordinationv1.Lease]{hear: r.hearLease, next: handler.TypedEnqueueRequestsFromMapFunc(leaseToNode)},
 			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
@@ -121,9 +123,16 @@ func leaseSpecChanged(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
 	return !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
 }
 
+// enqueueUpdated queues the updated object's node.
+func enqueueUpdated(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+}
+
 // nodeUpdateMatters passes Node updates that change what the controller
-// judges or writes: labels, conditions (heartbeats among them), taints and
-// the unschedulable flag. Kubelet image lists and the like do not wake it.
+// judges or writes: labels, the conditions' status, taints and the
+// unschedulable flag. A status report that only renews the conditions'
+// heartbeat times is a heartbeat, which hearNode records and passes on
+// when the node needs a look; image lists and the like do not wake it.
 func nodeUpdateMatters(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*corev1.Node)
 	n, ok2 := e.ObjectNew.(*corev1.Node)
@@ -135,7 +144,23 @@ func nodeUpdateMatters(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
-		!equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions)
+		conditionsChanged(o.Status.Conditions, n.Status.Conditions)
+}
+
+// conditionsChanged reports whether two lists of node conditions differ in
+// anything but their heartbeat times.
+func conditionsChanged(o, n []corev1.NodeCondition) bool {
+	if len(o) != len(n) {
+		return true
+	}
+	for i := range o {
+		a, b := &o[i], &n[i]
+		if a.Type != b.Type || a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message ||
+			!a.LastTransitionTime.Equal(&b.LastTransitionTime) {
+			return true
+		}
+	}
+	return false
 }
 
 // resync is the safety net behind the deadline wakes and the clock of the
