@@ -30,6 +30,13 @@ type Options struct {
 	NamePrefix string
 	// PodsPerNode bound to each node, running and Ready. Default 0.
 	PodsPerNode int
+	// ImagesPerNode is how many container images each node's status
+	// lists, as a kubelet lists the images on its node: the 50 largest
+	// unless configured otherwise, each with a digest and a tag. Every node
+	// lists the same images (see Images). They make each Node several
+	// kilobytes larger, in every watch event of it, as in a real cluster.
+	// Default 0.
+	ImagesPerNode int
 	// PodNamespace holds the pods. Default "default".
 	PodNamespace string
 	// PodTolerations are added to every pod. The apiserver's admission adds
@@ -138,6 +145,9 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 	if opts.PodStatusEvery < 0 {
 		return nil, fmt.Errorf("fleet: PodStatusEvery must not be negative, got %v", opts.PodStatusEvery)
 	}
+	if opts.ImagesPerNode < 0 {
+		return nil, fmt.Errorf("fleet: ImagesPerNode must not be negative, got %d", opts.ImagesPerNode)
+	}
 	opts = opts.withDefaults()
 	leaseDuration := time.Duration(opts.LeaseDurationSeconds) * time.Second
 	client, closeIdle, err := reporter.NewHeartbeatClient(cfg, min(opts.NodeStatusUpdateFrequency, leaseDuration))
@@ -150,6 +160,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 	// Spread the renewals evenly over one renewal interval, so that
 	// thousands of nodes do not renew in bursts.
 	renewEvery := time.Duration(float64(leaseDuration) * opts.RenewIntervalFraction)
+	images := Images(opts.ImagesPerNode)
 	for i := range opts.Nodes {
 		name := fmt.Sprintf("%s%04d", opts.NamePrefix, i)
 		zone := fmt.Sprintf("%s-%c", opts.Region, 'a'+rune(i%opts.Zones))
@@ -160,6 +171,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 				corev1.LabelTopologyZone:   zone,
 			},
 			Addresses:                 []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}},
+			Images:                    images,
 			LeaseDurationSeconds:      opts.LeaseDurationSeconds,
 			RenewIntervalFraction:     opts.RenewIntervalFraction,
 			NodeStatusUpdateFrequency: opts.NodeStatusUpdateFrequency,

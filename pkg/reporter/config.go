@@ -33,6 +33,9 @@ type Config struct {
 	Allocatable corev1.ResourceList
 	// Addresses of the node. Empty leaves the Node's addresses alone.
 	Addresses []corev1.NodeAddress
+	// Images the node's status lists, as a kubelet lists the container
+	// images on its node (by default the 50 largest). Empty lists none.
+	Images []corev1.ContainerImage
 	// LeaseDurationSeconds is written to the Lease. Default 40.
 	LeaseDurationSeconds int32
 	// RenewIntervalFraction of the lease duration is the renewal interval.
@@ -58,8 +61,8 @@ type Config struct {
 	// Health holds the switches the default setters report. Nil means a new
 	// healthy Health, available from Reporter.Health.
 	Health *Health
-	// Setters compute the status after the Capacity, Allocatable and
-	// Addresses above are applied. Nil means DefaultSetters(Health).
+	// Setters compute the status after the Capacity, Allocatable,
+	// Addresses and Images above are applied. Nil means DefaultSetters(Health).
 	Setters []StatusSetter
 	// OnRepeatedFailure, if set, is called after every failed heartbeat
 	// write that follows another failed one in the same round, typically

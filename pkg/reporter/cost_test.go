@@ -133,10 +133,7 @@ type costNode struct {
 func (n costNode) config(mode costMode, name string) Config {
 	cfg := mode.cfg
 	cfg.NodeName = name
-	if len(n.images) > 0 {
-		cfg.Health = &Health{}
-		cfg.Setters = append(DefaultSetters(cfg.Health), costImagesSetter(n.images))
-	}
+	cfg.Images = n.images
 	return cfg
 }
 
@@ -610,18 +607,6 @@ func (b *costBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.count(n)
 	return n, err
-}
-
-// costImagesSetter sets the node's images, as the kubelet's images setter
-// does from what the container runtime holds.
-func costImagesSetter(images []corev1.ContainerImage) StatusSetter {
-	return func(node *corev1.Node, _ time.Time) error {
-		node.Status.Images = make([]corev1.ContainerImage, len(images))
-		for i := range images {
-			images[i].DeepCopyInto(&node.Status.Images[i])
-		}
-		return nil
-	}
 }
 
 // costImages returns the 50 images of a busy kubelet's node, as the kubelet

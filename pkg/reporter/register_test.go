@@ -22,6 +22,10 @@ func TestRegisterCreatesNode(t *testing.T) {
 		{Type: corev1.NodeInternalIP, Address: "10.1.2.3"},
 		{Type: corev1.NodeHostName, Address: testNode},
 	}
+	images := []corev1.ContainerImage{
+		{Names: []string{"registry.example/app@sha256:0123", "registry.example/app:v2"}, SizeBytes: 200 << 20},
+		{Names: []string{"registry.example/pause:3.10"}, SizeBytes: 300 << 10},
+	}
 	tests := []struct {
 		name            string
 		cfg             Config
@@ -29,6 +33,7 @@ func TestRegisterCreatesNode(t *testing.T) {
 		wantCapacity    corev1.ResourceList
 		wantAllocatable corev1.ResourceList
 		wantAddresses   []corev1.NodeAddress
+		wantImages      []corev1.ContainerImage
 	}{
 		{
 			name: "defaults",
@@ -47,6 +52,7 @@ func TestRegisterCreatesNode(t *testing.T) {
 				Capacity:    capacity,
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")},
 				Addresses:   addresses,
+				Images:      images,
 			},
 			wantLabels: map[string]string{
 				corev1.LabelHostname: testNode, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "arm64",
@@ -55,6 +61,7 @@ func TestRegisterCreatesNode(t *testing.T) {
 			wantCapacity:    capacity,
 			wantAllocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")},
 			wantAddresses:   addresses,
+			wantImages:      images,
 		},
 	}
 	for _, tc := range tests {
@@ -75,6 +82,9 @@ func TestRegisterCreatesNode(t *testing.T) {
 			}
 			if !slices.Equal(node.Status.Addresses, tc.wantAddresses) {
 				t.Errorf("addresses = %v, want %v", node.Status.Addresses, tc.wantAddresses)
+			}
+			if !equality.Semantic.DeepEqual(node.Status.Images, tc.wantImages) {
+				t.Errorf("images = %v, want %v", node.Status.Images, tc.wantImages)
 			}
 			if node.Status.NodeInfo != DefaultNodeInfo() {
 				t.Errorf("node info = %+v, want %+v", node.Status.NodeInfo, DefaultNodeInfo())

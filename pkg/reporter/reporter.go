@@ -68,8 +68,8 @@ func New(c kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Reporter, e
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	setters := make([]StatusSetter, 0, len(cfg.Setters)+2)
-	setters = append(setters, CapacitySetter(cfg.Capacity, cfg.Allocatable), AddressesSetter(cfg.Addresses))
+	setters := make([]StatusSetter, 0, len(cfg.Setters)+3)
+	setters = append(setters, CapacitySetter(cfg.Capacity, cfg.Allocatable), AddressesSetter(cfg.Addresses), ImagesSetter(cfg.Images))
 	setters = append(setters, cfg.Setters...)
 	return &Reporter{client: c, clock: clk, cfg: cfg, setters: setters, random: rand.Float64}, nil
 }

@@ -201,6 +201,19 @@ func AddressesSetter(addresses []corev1.NodeAddress) StatusSetter {
 	}
 }
 
+// ImagesSetter sets the node's image list; with none it leaves it alone.
+func ImagesSetter(images []corev1.ContainerImage) StatusSetter {
+	return func(node *corev1.Node, _ time.Time) error {
+		if len(images) > 0 {
+			node.Status.Images = make([]corev1.ContainerImage, len(images))
+			for i := range images {
+				images[i].DeepCopyInto(&node.Status.Images[i])
+			}
+		}
+		return nil
+	}
+}
+
 // DefaultNodeInfo is the node info of DefaultSetters: a linux/amd64 node
 // running this kubelet version.
 func DefaultNodeInfo() corev1.NodeSystemInfo {

@@ -51,6 +51,7 @@ const (
 // config is what the command line sets.
 type config struct {
 	nodes, zones, podsPerNode int
+	imagesPerNode             int
 	podStatusEvery            time.Duration
 	stopPercent               float64
 	steady                    time.Duration
@@ -67,6 +68,8 @@ type benchConfig struct {
 	Nodes       int `json:"nodes"`
 	Zones       int `json:"zones"`
 	PodsPerNode int `json:"podsPerNode"`
+	// ImagesPerNode is how many container images each Node's status lists.
+	ImagesPerNode int `json:"imagesPerNode,omitempty"`
 	// PodStatusEvery is how often each pod's status is written, empty
 	// when never; PodStatusWritesPerSecond is the rate that makes for the
 	// whole fleet.
@@ -85,7 +88,7 @@ type benchConfig struct {
 
 func describeConfig(c config) benchConfig {
 	d := benchConfig{
-		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode,
+		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, ImagesPerNode: c.imagesPerNode,
 		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile, GOGC: c.gogc,
 		Flags: sharedFlags(), FloorFlags: clientFlags(),
 	}
@@ -96,10 +99,13 @@ func describeConfig(c config) benchConfig {
 	return d
 }
 
-// fleetLoad says what the fleet runs: its nodes, their pods and how often
-// the pods' statuses are written.
+// fleetLoad says what the fleet runs: its nodes, the images they list,
+// their pods and how often the pods' statuses are written.
 func (c benchConfig) fleetLoad() string {
 	s := fmt.Sprintf("%d nodes in %d zones", c.Nodes, c.Zones)
+	if c.ImagesPerNode > 0 {
+		s += fmt.Sprintf(", each listing %d images", c.ImagesPerNode)
+	}
 	switch {
 	case c.PodsPerNode == 0:
 		return s + ", no pods"
@@ -118,6 +124,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.nodes, "nodes", 1000, "number of simulated nodes")
 	flag.IntVar(&c.zones, "zones", 3, "number of zones the nodes are spread over")
 	flag.IntVar(&c.podsPerNode, "pods-per-node", defaultPodsPerNode, "running pods bound to each node (real clusters run 30 to 100 times as many pods as nodes); 0 runs none")
+	flag.IntVar(&c.imagesPerNode, "images-per-node", 0, "container images each node's status lists, as a kubelet lists up to 50 by default; 0 lists none")
 	flag.DurationVar(&c.podStatusEvery, "pod-status-every", defaultPodStatusEvery, "how often each pod's status is written, as its kubelet reports a container restart, spread evenly over the pods and over time; "+
 		"the default at 1000 nodes of 30 pods is 100 writes/s, as many as the nodes' Lease renewals; 0 writes none")
 	flag.Float64Var(&c.stopPercent, "stop-percent", 1, "share of the nodes, in percent, whose heartbeats stop after the steady state (at least one node)")
@@ -140,6 +147,8 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--nodes=%d: need at least one node per zone", c.nodes)
 	case c.podsPerNode < 0:
 		return c, fmt.Errorf("--pods-per-node=%d: must not be negative", c.podsPerNode)
+	case c.imagesPerNode < 0:
+		return c, fmt.Errorf("--images-per-node=%d: must not be negative", c.imagesPerNode)
 	case c.podStatusEvery < 0:
 		return c, fmt.Errorf("--pod-status-every=%v: must not be negative", c.podStatusEvery)
 	case !(c.stopPercent > 0 && c.stopPercent <= 50):
@@ -270,6 +279,7 @@ func startFleet(ctx context.Context, cfg *rest.Config, c config) (*fleet.Fleet, 
 	fmt.Printf("Starting a fleet of %s ...\n", describeConfig(c).fleetLoad())
 	f, err := fleet.Start(ctx, cfg, fleet.Options{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, PodStatusEvery: c.podStatusEvery,
+		ImagesPerNode: c.imagesPerNode,
 	})
 	if err != nil {
 		obs.stop()

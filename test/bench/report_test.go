@@ -197,6 +197,7 @@ func TestFleetLoad(t *testing.T) {
 	}{
 		{config{nodes: 1000, zones: 3}, "1000 nodes in 3 zones, no pods"},
 		{config{nodes: 1000, zones: 3, podStatusEvery: time.Minute}, "1000 nodes in 3 zones, no pods"},
+		{config{nodes: 1000, zones: 3, imagesPerNode: 50}, "1000 nodes in 3 zones, each listing 50 images, no pods"},
 		{config{nodes: 1000, zones: 3, podsPerNode: 30}, "1000 nodes in 3 zones, 30 pods each (30000 pods), no pod status written after start"},
 		{config{nodes: 1000, zones: 3, podsPerNode: 30, podStatusEvery: 5 * time.Minute},
 			"1000 nodes in 3 zones, 30 pods each (30000 pods), each pod's status written every 5m0s (100.0 writes/s)"},

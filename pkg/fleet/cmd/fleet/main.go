@@ -41,6 +41,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.Region, "region", "fleet", "Region of every node.")
 	fs.StringVar(&opts.NamePrefix, "name-prefix", "fleet-", "Prefix of the node names.")
 	fs.IntVar(&opts.PodsPerNode, "pods-per-node", 0, "Running pods bound to each node.")
+	fs.IntVar(&opts.ImagesPerNode, "images-per-node", 0, "Container images each node's status lists, as a kubelet lists up to 50 by default; 0 lists none.")
 	fs.DurationVar(&opts.PodStatusEvery, "pod-status-every", 0, "How often each pod's status is written, as a kubelet reports a container restart; 0 writes none.")
 	fs.Int32Var(&opts.LeaseDurationSeconds, "node-lease-duration-seconds", 40, "Lease duration written to each node's Lease.")
 	fs.Float64Var(&opts.RenewIntervalFraction, "lease-renew-interval-fraction", 0.25, "Share of the lease duration between renewals.")
