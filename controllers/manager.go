@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,10 +24,10 @@ import (
 )
 
 // CacheOptions returns the cache settings the controllers need: Leases are
-// watched in kube-node-lease only, managed fields, which nothing here
-// reads, are dropped from every cached object, and the informers of Nodes
-// and Leases call their handlers in line (a handler added to either must
-// not block).
+// watched in kube-node-lease only, what nothing here reads (managed fields,
+// and the image lists in Node status) is dropped from every cached object,
+// and the informers of Nodes and Leases call their handlers in line (a
+// handler added to either must not block).
 func CacheOptions() cache.Options {
 	return MergeCacheOptions(cache.Options{})
 }
@@ -35,8 +36,8 @@ func CacheOptions() cache.Options {
 // controllers need added: Leases watched in kube-node-lease (added to the
 // caller's namespaces for Leases, if it restricts them), Pods in every
 // namespace (if the caller restricts the default namespaces), and, unless
-// the caller has a transform of its own, managed fields dropped from every
-// cached object, and, unless the caller has an informer constructor of its
+// the caller has a transform of its own, managed fields and Node image
+// lists dropped from every cached object (see StripUnread), and, unless the caller has an informer constructor of its
 // own, Node and Lease informers that call their handlers in line, without
 // a goroutine hand-off per event and handler (a handler added to either
 // must not block). What the caller set otherwise is kept. A setting the
@@ -44,7 +45,7 @@ func CacheOptions() cache.Options {
 // selector, or Pods to some namespaces) is refused by NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
 	if o.DefaultTransform == nil {
-		o.DefaultTransform = cache.TransformStripManagedFields()
+		o.DefaultTransform = StripUnread
 	}
 	if o.NewInformer == nil {
 		o.NewInformer = newInformer
@@ -71,6 +72,24 @@ func MergeCacheOptions(o cache.Options) cache.Options {
 	}
 	o.ByObject = byObject
 	return o
+}
+
+// StripUnread is the cache transform CacheOptions sets: it drops from each
+// object what the controllers never read, before the informer keeps it.
+// Managed fields go from every object; from a Node, the images its kubelet
+// lists in its status (by default up to 50, each with its names and size:
+// most of a real Node's bytes). Only the cached copy is trimmed: the
+// controllers write Nodes with patches of what they change, so nothing
+// dropped here is ever written back, and a Get from the cache returns
+// Nodes without images to any other code that shares it.
+func StripUnread(obj any) (any, error) {
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		node.Status.Images = nil
+	}
+	return obj, nil
 }
 
 // newInformer makes the informers of Nodes and Leases call their handlers

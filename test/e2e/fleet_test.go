@@ -58,7 +58,10 @@ func fleetPodSelector(f *fleet.Fleet) labels.Selector {
 var _ = Describe("Simulated fleet", func() {
 	It("stays Ready under the controller, goes Unknown when stopped and recovers when resumed", func() {
 		startController()
-		f := startFleet(6, 3)
+		// The controller's cache drops the images kubelets list: its
+		// writes must leave them in the apiserver.
+		const images = 5
+		f := startFleet(6, 3, func(o *fleet.Options) { o.ImagesPerNode = images })
 		Expect(f.Zones()).To(HaveLen(3))
 
 		By("every node staying Ready and untainted on its reporter's heartbeats")
@@ -78,11 +81,13 @@ var _ = Describe("Simulated fleet", func() {
 		f.Stop(dead)
 		Eventually(readyStatus(dead)).WithTimeout(grace + 5*time.Second).Should(Equal(markedUnknown))
 		Eventually(func() bool { return hasNoExecuteTaint(dead) }).Should(BeTrue())
+		Expect(getNode(dead).Status.Images).To(Equal(fleet.Images(images)), "images lost in the mark or the taints")
 
 		By("the node recovering when resumed")
 		f.Resume(dead)
 		Eventually(readyStatus(dead)).Should(HavePrefix("True/"))
 		Eventually(func() []corev1.Taint { return getNode(dead).Spec.Taints }).Should(BeEmpty())
+		Expect(getNode(dead).Status.Images).To(Equal(fleet.Images(images)), "images lost in the recovery")
 	})
 
 	It("recreates a deleted Lease", func() {
