@@ -37,10 +37,10 @@ func CacheOptions() cache.Options {
 // caller's namespaces for Leases, if it restricts them), Pods in every
 // namespace (if the caller restricts the default namespaces), and, unless
 // the caller has a transform of its own, managed fields and Node image
-// lists dropped from every cached object (see StripUnread), and, unless the caller has an informer constructor of its
-// own, Node and Lease informers that call their handlers in line, without
-// a goroutine hand-off per event and handler (a handler added to either
-// must not block). What the caller set otherwise is kept. A setting the
+// lists dropped from every cached object (see StripUnread), and, unless
+// the caller has an informer constructor of its own, Node and Lease
+// informers that call their handlers in line, without a goroutine hand-off
+// per event and handler (a handler added to either must not block). What the caller set otherwise is kept. A setting the
 // controllers cannot work with (Nodes, Leases or Pods narrowed by a
 // selector, or Pods to some namespaces) is refused by NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
