@@ -311,7 +311,7 @@ func (res *results) markdown() string {
 		fmt.Fprintf(&b, "- Every contender ran with GOGC=%s (`--gogc`).\n", c.GOGC)
 	}
 	if c.Profile {
-		b.WriteString("- Each contender was profiled for up to 30s of its steady state (`--profile`), which costs each a little CPU, and its heap profiled, after a garbage collection, at the end of it.\n")
+		b.WriteString("- Each contender was CPU-profiled over its whole steady state (`--profile`), which costs each a little CPU, and its heap profiled, after a garbage collection, at the end of it.\n")
 	}
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "- Round %d, %s (run %d of the round) ran as `%s`; %s.\n", r.Round, r.Name, r.Position, strings.Join(r.Command, " "), r.phases())
