@@ -184,34 +184,72 @@ func (w *wakes) next() (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// lookAhead is how far ahead of now due reads the deadlines of the deadline
+// wakes to come. A healthy node's heartbeat has moved its deadline on long
+// before its wake, and setting that wake again early lets one timer serve
+// every wake of the next lookAhead, where each would otherwise wake the
+// goroutine on its own: at 5,000 nodes renewing every 10s, a wake every 8ms.
+// A wake whose deadline still stands is left to come at its time.
+const lookAhead = time.Second
+
 // due takes every wake that has come at now and returns the nodes to look
 // at: first those whose deadline has passed, then the rest. A deadline wake
-// whose deadline moved is set again for the new one.
+// whose deadline moved is set again for the new one, as is one due within
+// lookAhead.
 func (w *wakes) due(now time.Time) (expired, rest []string) {
-	var deadlines []string
+	var deadlines, ahead, kept []queued
 	w.mu.Lock()
-	for len(w.queue) > 0 && !w.queue[0].at.After(now) {
+	for horizon := now.Add(lookAhead); len(w.queue) > 0 && !w.queue[0].at.After(horizon); {
 		q := w.queue.pop()
 		e, ok := w.at[q.name]
-		if !ok || !e.at.Equal(q.at) {
-			continue
-		}
-		delete(w.at, q.name)
-		if e.deadline {
-			deadlines = append(deadlines, q.name)
-		} else {
+		switch {
+		case !ok || !e.at.Equal(q.at):
+			// Replaced or cleared.
+		case q.at.After(now) && e.deadline:
+			ahead = append(ahead, q)
+		case q.at.After(now):
+			kept = append(kept, q)
+		case e.deadline:
+			delete(w.at, q.name)
+			deadlines = append(deadlines, q)
+		default:
+			delete(w.at, q.name)
 			rest = append(rest, q.name)
 		}
 	}
+	// Pushed back after the loop, which would otherwise pop them again.
+	for _, q := range kept {
+		w.queue.push(q)
+	}
 	w.mu.Unlock()
-	for _, name := range deadlines {
-		if d, ok := w.deadline(name); ok && d.After(now) {
-			w.set(name, wake{at: d, deadline: true}, false)
+	for _, q := range deadlines {
+		if d, ok := w.deadline(q.name); ok && d.After(now) {
+			w.set(q.name, wake{at: d, deadline: true}, false)
 			continue
 		}
-		expired = append(expired, name)
+		expired = append(expired, q.name)
+	}
+	for _, q := range ahead {
+		d, ok := w.deadline(q.name)
+		if !ok {
+			d = q.at
+		}
+		w.move(q, d)
 	}
 	return expired, rest
+}
+
+// move sets the deadline wake q, taken from the queue before its time, for
+// the node's deadline d, unless the node's wake changed meanwhile: then the
+// change pushed its own entry.
+func (w *wakes) move(q queued, d time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.at[q.name]; !ok || !e.deadline || !e.at.Equal(q.at) {
+		return
+	}
+	w.at[q.name] = wake{at: d, deadline: true}
+	w.queue.push(queued{at: d, name: q.name})
 }
 
 // sendDue queues the nodes whose wake has come at now, those whose deadline

@@ -164,6 +164,58 @@ func TestWakesQueueOverdueNodesFirst(t *testing.T) {
 	}
 }
 
+// TestWakesReadDeadlinesAheadOfTheirTime: a wake that comes also reads the
+// deadlines of the deadline wakes due within lookAhead, and sets again at
+// once those a heartbeat moved, so that one timer serves them all; a
+// deadline that stands, a retry, and a wake past lookAhead keep their
+// time, and a deadline that moved back is looked at at its new time.
+func TestWakesReadDeadlinesAheadOfTheirTime(t *testing.T) {
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	deadlines := map[string]time.Time{
+		"due": ms(60_000), "moved": ms(61_000), "silent": ms(10_800),
+		"back": ms(5_000), "later": ms(70_000),
+	}
+	w := newWakes(clocktesting.NewFakeClock(t0), func(name string) (time.Time, bool) {
+		d, ok := deadlines[name]
+		return d, ok
+	})
+	w.atDeadline("due", ms(10_000))
+	w.atDeadline("moved", ms(10_500))
+	w.atDeadline("silent", ms(10_800))
+	w.atDeadline("back", ms(10_900))
+	w.atDeadline("later", ms(10_000).Add(lookAhead+time.Millisecond))
+	w.after("retry", ms(10_400))
+
+	if expired, rest := w.due(ms(10_000)); len(expired)+len(rest) != 0 {
+		t.Fatalf("at 10s: queued %v and %v, want nothing: no deadline had passed", expired, rest)
+	}
+	for name, want := range map[string]time.Time{
+		"due": ms(60_000), "moved": ms(61_000), "silent": ms(10_800), "back": ms(5_000),
+		"later": ms(10_000).Add(lookAhead + time.Millisecond), "retry": ms(10_400),
+	} {
+		if at, ok := w.when(name); !ok || !at.Equal(want) {
+			t.Errorf("%s's wake = %v, %v; want %v", name, at, ok, want)
+		}
+	}
+	for _, step := range []struct {
+		at            time.Time
+		expired, rest []string
+	}{
+		{at: ms(5_000), expired: []string{"back"}},
+		{at: ms(10_400), rest: []string{"retry"}},
+		{at: ms(10_800), expired: []string{"silent"}},
+	} {
+		next, ok := w.next()
+		if !ok || !next.Equal(step.at) {
+			t.Fatalf("next wake at %v, %v; want %v", next, ok, step.at)
+		}
+		expired, rest := w.due(ms(10_000).Add(max(step.at.Sub(ms(10_000)), 0)))
+		if !slices.Equal(expired, step.expired) || !slices.Equal(rest, step.rest) {
+			t.Fatalf("at %v: queued %v first and %v, want %v and %v", step.at.Sub(t0), expired, rest, step.expired, step.rest)
+		}
+	}
+}
+
 // TestWakeQueueOrdersByTime: whatever the order of pushes, pops come
 // earliest first, equal times included.
 func TestWakeQueueOrdersByTime(t *testing.T) {
