@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
@@ -328,8 +327,12 @@ func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
 	// turn comes at t0+60s, past the deadline the old renewal set.
 	f.clock.Step(40 * time.Second)
 	renewed := nodeLease(t0.Add(40 * time.Second))
-	h := hearing[*coordinationv1.Lease]{hear: f.r.hearLease}
-	h.Update(context.Background(), event.TypedUpdateEvent[*coordinationv1.Lease]{ObjectOld: nodeLease(t0), ObjectNew: renewed}, nil)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	f.r.leaseHeartbeats(q).OnUpdate(nodeLease(t0), renewed)
+	if q.Len() != 0 {
+		t.Fatalf("a healthy node's renewal queued %d requests, want none", q.Len())
+	}
 	lease := &coordinationv1.Lease{}
 	if err := f.cached.Get(context.Background(), client.ObjectKeyFromObject(renewed), lease); err != nil {
 		t.Fatal(err)
@@ -368,8 +371,7 @@ func TestAStatusHeartbeatOfAHealthyNodeIsHeardNotQueued(t *testing.T) {
 		t.Helper()
 		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 		defer q.ShutDown()
-		h := hearing[*corev1.Node]{hear: f.r.hearNode, next: handler.TypedFuncs[*corev1.Node, reconcile.Request]{UpdateFunc: enqueueUpdated}}
-		h.Update(context.Background(), event.TypedUpdateEvent[*corev1.Node]{ObjectOld: old, ObjectNew: n}, q)
+		f.r.nodeHeartbeats(q).OnUpdate(old, n)
 		return q.Len()
 	}
 

@@ -2,55 +2,149 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// hearing is an event handler that lets the tracker hear a heartbeat the
-// moment the informer delivers it, then hands the event on. A heartbeat is
-// thus timed when the controller first saw it, not when the node's turn in
-// the work queue comes: a long queue, or a client held back by its rate
-// limit, cannot make a live node look silent. An update that hear says
-// needs no reconcile goes no further.
-type hearing[T any] struct {
-	hear func(T) (reconcile bool)
-	next handler.TypedEventHandler[T, reconcile.Request]
+// queue is the controller's work queue, as a source is handed it.
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// heartbeatSource is a source whose handler the informer of obj's kind calls
+// directly. Heartbeats, a Lease renewal from each node every 10s, are the
+// bulk of the events the controller hears, and nearly all are only
+// recorded: a handler behind source.Kind would pay, for each, the wrapping
+// of the event and a cancelable context made and torn down, which cost
+// several times what recording it does. The handler is told the tracker
+// heard a heartbeat the moment the informer delivers it, so that a
+// heartbeat is timed when the controller first saw it, not when the node's
+// turn in the work queue comes: a long queue, or a client held back by its
+// rate limit, cannot make a live node look silent.
+type heartbeatSource struct {
+	cache   cache.Cache
+	obj     client.Object
+	handler func(queue) toolscache.ResourceEventHandler
+	// synced is sent the outcome of the start, and closed once the
+	// handler has been told of every object of the informer's first list.
+	synced chan error
 }
 
-var _ handler.TypedEventHandler[*corev1.Node, reconcile.Request] = hearing[*corev1.Node]{}
+var _ source.TypedSyncingSource[reconcile.Request] = (*heartbeatSource)(nil)
 
-// Create implements handler.TypedEventHandler.
-func (h hearing[T]) Create(ctx context.Context, e event.TypedCreateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.hear(e.Object)
-	if h.next != nil {
-		h.next.Create(ctx, e, q)
+// String names the source in the controller's logs.
+func (s *heartbeatSource) String() string { return fmt.Sprintf("heartbeats of %T", s.obj) }
+
+// Start registers the handler with the informer. The informer is asked for
+// in the background, as source.Kind does: once the cache has started, the
+// ask waits for a new informer's first list.
+func (s *heartbeatSource) Start(ctx context.Context, q queue) error {
+	s.synced = make(chan error, 1)
+	go func() {
+		defer close(s.synced)
+		informer, err := s.cache.GetInformer(ctx, s.obj)
+		if err != nil {
+			s.synced <- fmt.Errorf("get the informer of %T: %w", s.obj, err)
+			return
+		}
+		registration, err := informer.AddEventHandler(s.handler(q))
+		if err != nil {
+			s.synced <- fmt.Errorf("add the heartbeat handler to the informer of %T: %w", s.obj, err)
+			return
+		}
+		if !toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+			s.synced <- fmt.Errorf("the informer of %T did not sync: %w", s.obj, ctx.Err())
+		}
+	}()
+	return nil
+}
+
+// WaitForSync returns once the handler has heard every object of the
+// informer's first list, so that no node is judged before its heartbeats
+// are known.
+func (s *heartbeatSource) WaitForSync(ctx context.Context) error {
+	select {
+	case err := <-s.synced:
+		return err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil
+		}
+		return fmt.Errorf("wait for %s to sync: %w", s, ctx.Err())
 	}
 }
 
-// Update implements handler.TypedEventHandler.
-func (h hearing[T]) Update(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.hear(e.ObjectNew) && h.next != nil {
-		h.next.Update(ctx, e, q)
+// leaseHeartbeats returns the handler of node Lease changes: a renewal is
+// recorded, and the node queued only if it needs a look (hearLease); a
+// Lease added is recorded and queued, and one deleted queued.
+func (r *Reconciler) leaseHeartbeats(q queue) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if lease, ok := obj.(*coordinationv1.Lease); ok {
+				r.hearLease(lease)
+				queueLeaseNode(q, lease)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*coordinationv1.Lease)
+			n, ok2 := newObj.(*coordinationv1.Lease)
+			if ok1 && ok2 && leaseSpecChanged(o, n) && r.hearLease(n) {
+				queueLeaseNode(q, n)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if lease, ok := obj.(*coordinationv1.Lease); ok {
+				queueLeaseNode(q, lease)
+			}
+		},
 	}
 }
 
-// Delete implements handler.TypedEventHandler. A deletion is no heartbeat.
-func (h hearing[T]) Delete(ctx context.Context, e event.TypedDeleteEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.next != nil {
-		h.next.Delete(ctx, e, q)
+// nodeHeartbeats returns the handler of Node changes as heartbeats: a
+// status report is recorded, and queued only for a node not judged healthy
+// (hearNode). The controller's For queues the other Node changes that
+// matter, additions and deletions among them.
+func (r *Reconciler) nodeHeartbeats(q queue) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if node, ok := obj.(*corev1.Node); ok {
+				r.hearNode(node)
+			}
+		},
+		UpdateFunc: func(_, newObj any) {
+			if node, ok := newObj.(*corev1.Node); ok && r.hearNode(node) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: node.Name}})
+			}
+		},
 	}
 }
 
-// Generic implements handler.TypedEventHandler.
-func (h hearing[T]) Generic(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if h.next != nil {
-		h.next.Generic(ctx, e, q)
+// queueLeaseNode queues the node whose Lease this is, if it is a node Lease.
+func queueLeaseNode(q queue, lease *coordinationv1.Lease) {
+	if lease.Namespace == LeaseNamespace {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Name: lease.Name}})
 	}
+}
+
+// leaseSpecChanged reports whether a Lease update can be a heartbeat. A new
+// renewTime, nearly every update, is told without comparing the rest.
+func leaseSpecChanged(o, n *coordinationv1.Lease) bool {
+	a, b := o.Spec.RenewTime, n.Spec.RenewTime
+	if (a == nil) != (b == nil) || a != nil && !a.Equal(b) {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o.Spec, n.Spec)
 }
 
 // hearLease records a node Lease as soon as it arrives. The renewal of a

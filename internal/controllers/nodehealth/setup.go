@@ -58,15 +58,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateMatters})).
-		// Status heartbeats are heard before the queue, and only those of
-		// a node not judged healthy go on to it; the other Node changes
-		// that matter are queued by For.
-		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Node{},
-			hearing[*corev1.Node]{hear: r.hearNode, next: handler.TypedFuncs[*corev1.Node, reconcile.Request]{
-				UpdateFunc: enqueueUpdated}})).
-		WatchesRawSource(source.Kind(mgr.GetCache(), &coordinationv1.Lease{},
-			hearing[*coordinationv1.Lease]{hear: r.hearLease, next: handler.TypedEnqueueRequestsFromMapFunc(leaseToNode)},
-			predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: leaseSpecChanged})).
+		// Heartbeats are heard before the queue, and only those of a node
+		// not judged healthy go on to it; the other Node changes that
+		// matter are queued by For.
+		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &corev1.Node{}, handler: r.nodeHeartbeats}).
+		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &coordinationv1.Lease{}, handler: r.leaseHeartbeats}).
 		WatchesRawSource(r.Pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WatchesRawSource(source.Channel(r.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
@@ -95,14 +91,6 @@ func enqueueFirst(_ context.Context, e event.TypedGenericEvent[*corev1.Node], q 
 	q.Add(req)
 }
 
-// leaseToNode maps a node Lease to the Node of the same name.
-func leaseToNode(_ context.Context, lease *coordinationv1.Lease) []reconcile.Request {
-	if lease.Namespace != LeaseNamespace {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: lease.Name}}}
-}
-
 // podBound passes pod updates that bind it to a node or make it Ready: on a
 // node that is not ready, either calls for marking it NotReady.
 func podBound(e event.TypedUpdateEvent[*corev1.Pod]) bool {
@@ -112,21 +100,6 @@ func podBound(e event.TypedUpdateEvent[*corev1.Pod]) bool {
 
 // podGone ignores pod deletions: nothing about a node changes with them.
 func podGone(event.TypedDeleteEvent[*corev1.Pod]) bool { return false }
-
-// leaseSpecChanged passes Lease updates that can be a heartbeat. A new
-// renewTime, nearly every update, is told without comparing the rest.
-func leaseSpecChanged(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
-	o, n := e.ObjectOld.Spec.RenewTime, e.ObjectNew.Spec.RenewTime
-	if (o == nil) != (n == nil) || o != nil && !o.Equal(n) {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
-}
-
-// enqueueUpdated queues the updated object's node.
-func enqueueUpdated(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
-}
 
 // nodeUpdateMatters passes Node updates that change what the controller
 // judges or writes: labels, the conditions' status, taints and the
