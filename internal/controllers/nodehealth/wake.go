@@ -39,6 +39,10 @@ type wakes struct {
 	at     map[string]wake
 	queue  wakeQueue
 	signal chan struct{}
+	// ahead is due's scratch list of the wakes it reads ahead of their
+	// time, kept between calls; due is called by one goroutine at a time.
+	ahead []queued
+
 	// events feeds the controller's work queue; urgent feeds it the nodes
 	// whose deadline has passed, ahead of any other work (markPriority).
 	events, urgent chan event.TypedGenericEvent[*corev1.Node]
@@ -197,7 +201,9 @@ const lookAhead = time.Second
 // whose deadline moved is set again for the new one, as is one due within
 // lookAhead.
 func (w *wakes) due(now time.Time) (expired, rest []string) {
-	var deadlines, ahead, kept []queued
+	var deadlines []string
+	var kept []queued
+	ahead := w.ahead[:0]
 	w.mu.Lock()
 	for horizon := now.Add(lookAhead); len(w.queue) > 0 && !w.queue[0].at.After(horizon); {
 		q := w.queue.pop()
@@ -211,7 +217,7 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 			kept = append(kept, q)
 		case e.deadline:
 			delete(w.at, q.name)
-			deadlines = append(deadlines, q)
+			deadlines = append(deadlines, q.name)
 		default:
 			delete(w.at, q.name)
 			rest = append(rest, q.name)
@@ -222,12 +228,12 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 		w.queue.push(q)
 	}
 	w.mu.Unlock()
-	for _, q := range deadlines {
-		if d, ok := w.deadline(q.name); ok && d.After(now) {
-			w.set(q.name, wake{at: d, deadline: true}, false)
+	for _, name := range deadlines {
+		if d, ok := w.deadline(name); ok && d.After(now) {
+			w.set(name, wake{at: d, deadline: true}, false)
 			continue
 		}
-		expired = append(expired, q.name)
+		expired = append(expired, name)
 	}
 	for _, q := range ahead {
 		d, ok := w.deadline(q.name)
@@ -236,6 +242,8 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 		}
 		w.move(q, d)
 	}
+	clear(ahead)
+	w.ahead = ahead
 	return expired, rest
 }
 
