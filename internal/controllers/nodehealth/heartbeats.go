@@ -24,11 +24,11 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // bulk of the events the controller hears, and nearly all are only
 // recorded: a handler behind source.Kind would pay, for each, the wrapping
 // of the event and a cancelable context made and torn down, which cost
-// several times what recording it does. The handler is told the tracker
-// heard a heartbeat the moment the informer delivers it, so that a
-// heartbeat is timed when the controller first saw it, not when the node's
-// turn in the work queue comes: a long queue, or a client held back by its
-// rate limit, cannot make a live node look silent.
+// twice what recording it does. The handler has the tracker record a
+// heartbeat the moment the informer delivers it, so that a heartbeat is
+// timed when the controller first saw it, not when the node's turn in the
+// work queue comes: a long queue, or a client held back by its rate limit,
+// cannot make a live node look silent.
 type heartbeatSource struct {
 	cache   cache.Cache
 	obj     client.Object
