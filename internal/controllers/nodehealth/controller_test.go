@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -327,8 +325,7 @@ func TestAHeartbeatCountsWhenHeardNotWhenReconciled(t *testing.T) {
 	// turn comes at t0+60s, past the deadline the old renewal set.
 	f.clock.Step(40 * time.Second)
 	renewed := nodeLease(t0.Add(40 * time.Second))
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
+	q := newQueue(t)
 	f.r.leaseHeartbeats(q).OnUpdate(nodeLease(t0), renewed)
 	if q.Len() != 0 {
 		t.Fatalf("a healthy node's renewal queued %d requests, want none", q.Len())
@@ -369,8 +366,7 @@ func TestAStatusHeartbeatOfAHealthyNodeIsHeardNotQueued(t *testing.T) {
 	}
 	queued := func(t *testing.T, f *fixture, old, n *corev1.Node) int {
 		t.Helper()
-		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-		defer q.ShutDown()
+		q := newQueue(t)
 		f.r.nodeHeartbeats(q).OnUpdate(old, n)
 		return q.Len()
 	}

@@ -58,6 +58,9 @@ func TestLeaseHeartbeats(t *testing.T) {
 	f.clock.Step(10 * time.Second)
 	relabelled := nodeLease(renewed)
 	relabelled.Labels = map[string]string{"a": "b"}
+	if leaseSpecChanged(nodeLease(renewed), relabelled) {
+		t.Error("a relabelled Lease is taken for a heartbeat")
+	}
 	h.OnUpdate(nodeLease(renewed), relabelled)
 	if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(renewed.Add(grace.Monitor)) {
 		t.Errorf("deadline %v after an update that renews nothing, want %v", d, renewed.Add(grace.Monitor))
