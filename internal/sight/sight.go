@@ -4,25 +4,27 @@
 // silent: while the apiserver is down, or the controller is cut off from it,
 // every node looks dead, and the kubelets cannot write their heartbeats
 // either. A Monitor wraps the controller's HTTP transport, notices the first
-// request that fails for want of an apiserver and the first that succeeds
-// after it, and reports that span as an Outage, so that the time spent blind
-// is not counted against any node.
+// request that gets no answer, has a probe of the apiserver confirm it, and
+// reports the span from that request to the first that is answered after it
+// as an Outage, so that the time spent blind is not counted against any node.
 //
-// Only an apiserver that is not there counts: a connection refused or
-// broken, a 502, 503 or 504, or a /readyz probe that gets no answer. An
-// apiserver that answers, whatever it answers (403, 429, 500, a failing
-// readiness check), is there, and its kubelets can write. One request that
-// times out proves nothing alone, as a slow list or a slow webhook would
-// do the same: it asks for a probe at once, and only if the probe gets no
-// answer either does the outage count, from the first request that timed
-// out. Outages never overlap: a span already excused is not excused again.
+// Only an apiserver that is not there counts. An apiserver that answers,
+// whatever it answers (403, 429, 500, a failing readiness check), is there,
+// and its kubelets can write. A request that gets no answer (it timed out,
+// its connection was refused or broken, a proxy answered 502, 503 or 504)
+// proves nothing alone: a slow list, a slow webhook or a proxy that gives up
+// on one request after a while does the same while the apiserver serves
+// everything else. It asks for a probe at once, and only if the probe gets
+// no answer either does the outage count, from the first request that got
+// none. Requests the apiserver answered bound the outage: it never starts
+// before the latest of them was sent, as the apiserver was there after that.
+// Outages never overlap either: a span already excused is not excused again.
 package sight
 
 import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -31,8 +33,9 @@ import (
 )
 
 // Outage is a span of time during which the controller could not reach the
-// apiserver: From is when the first failed request was sent, To when the
-// first request after it succeeded.
+// apiserver: From is when the first request that got no answer was sent (but
+// never before a request that was answered, nor before the last outage
+// ended), To when the first request sent after From was answered.
 type Outage struct {
 	From, To time.Time
 }
@@ -45,15 +48,22 @@ func (o Outage) Duration() time.Duration { return o.To.Sub(o.From) }
 type Monitor struct {
 	clock clock.PassiveClock
 
-	// probeNow asks the probe to look at once, after a request timed out.
+	// probeNow asks the probe to look at once, after a request got no
+	// answer.
 	probeNow chan struct{}
 
 	mu    sync.Mutex
 	blind bool
 	since time.Time
-	// suspect is when the first request that timed out was sent, with no
-	// answer to a request sent after it yet; zero when there is none.
+	// suspect is when the first request that got no answer was sent, with
+	// no answer to a request sent after it yet; zero when there is none. It
+	// waits for the probe to confirm it.
 	suspect time.Time
+	// lastAnsweredSent is when the latest request the apiserver answered
+	// was sent. The apiserver was there at some moment after it, so no
+	// outage starts before it, however long a request sent earlier was in
+	// flight before it failed.
+	lastAnsweredSent time.Time
 	// excusedTo is when the last outage ended: no new outage starts before
 	// it, so no span is excused twice.
 	excusedTo time.Time
@@ -74,8 +84,9 @@ func (m *Monitor) OnRegained(f func(Outage)) {
 	m.listeners = append(m.listeners, f)
 }
 
-// Blind reports whether the last request the Monitor saw end had failed for
-// want of an apiserver, and since when.
+// Blind reports whether the apiserver is out of reach, as a probe that got
+// no answer confirmed, with no answer since to a request sent after the
+// outage began, and since when.
 func (m *Monitor) Blind() (bool, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,10 +94,11 @@ func (m *Monitor) Blind() (bool, time.Time) {
 }
 
 // Probe asks the apiserver at url whether it is there, at once, then every
-// period until ctx ends, and at once after a request timed out, with a client whose
-// transport the Monitor wraps. An apiserver that hangs fails no request:
-// each waits until it comes back, and then succeeds. The probe's own
-// request, given up after a period, starts the outage at most a period
+// period until ctx ends, and at once after a request got no answer outside
+// an outage, with a client whose transport the Monitor wraps. Only a probe
+// that gets no answer either starts an outage. An apiserver that hangs fails
+// no request: each waits until it comes back, and then succeeds. The probe's
+// own request, given up after a period, starts the outage at most a period
 // late. Any answer but a 502, 503 or 504 shows the apiserver there, a
 // failing readiness check included: its kubelets can reach it.
 func (m *Monitor) Probe(ctx context.Context, c *http.Client, url string, ticker clock.WithTicker, period time.Duration) error {
@@ -150,10 +162,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sent := t.monitor.clock.Now()
 	resp, err := t.next.RoundTrip(req)
 	switch outcomeOf(req.Context(), resp, err) {
-	case outcomeGone:
-		t.monitor.lost(sent)
-	case outcomeTimedOut:
-		t.monitor.timedOut(sent)
+	case outcomeUnanswered:
+		t.monitor.unanswered(sent)
 	case outcomeAnswered:
 		t.monitor.reached(sent)
 	}
@@ -168,25 +178,23 @@ const (
 	outcomeNothing outcome = iota
 	// outcomeAnswered: the apiserver answered, whatever it said.
 	outcomeAnswered
-	// outcomeTimedOut: no answer in time; the apiserver may be slow, or gone.
-	outcomeTimedOut
-	// outcomeGone: the connection failed, or a proxy or the apiserver
-	// itself answered that it cannot serve.
-	outcomeGone
+	// outcomeUnanswered: no answer in time, a connection that failed, or a
+	// proxy or the apiserver itself answering that it cannot serve. The
+	// apiserver may be gone, or only this request may have fared badly:
+	// how long it was in flight, and what answered it, do not tell which.
+	outcomeUnanswered
 )
 
 func outcomeOf(ctx context.Context, resp *http.Response, err error) outcome {
 	switch {
 	case err == nil && cannotServe(resp.StatusCode):
-		return outcomeGone
+		return outcomeUnanswered
 	case err == nil:
 		return outcomeAnswered
 	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
 		return outcomeNothing
-	case timeout(err):
-		return outcomeTimedOut
 	default:
-		return outcomeGone
+		return outcomeUnanswered
 	}
 }
 
@@ -202,38 +210,25 @@ func cannotServe(code int) bool {
 	return false
 }
 
-// timeout reports whether err is a request that ran out of time.
-func timeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
-// lost records a request sent at sent that found no apiserver.
-func (m *Monitor) lost(sent time.Time) {
+// unanswered records a request sent at sent that got no answer, and asks
+// the probe to look at once. The request is only a suspect until the probe
+// fails too: a request that fails late (a proxy's 504 after a long wait, a
+// list with no deadline cut off) would otherwise date an outage from when it
+// was sent, although the apiserver answered what was sent meanwhile.
+func (m *Monitor) unanswered(sent time.Time) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lostLocked(sent)
-}
-
-func (m *Monitor) lostLocked(sent time.Time) {
-	// A span already excused is not excused again.
-	if sent.Before(m.excusedTo) {
-		sent = m.excusedTo
-	}
-	if !m.blind || sent.Before(m.since) {
-		m.since = sent
-	}
-	m.blind = true
-}
-
-// timedOut records a request sent at sent that got no answer in time, and
-// asks the probe to look at once.
-func (m *Monitor) timedOut(sent time.Time) {
-	m.mu.Lock()
+	sent = latest(sent, m.lastAnsweredSent)
 	if m.suspect.IsZero() || sent.Before(m.suspect) {
 		m.suspect = sent
 	}
+	blind := m.blind
 	m.mu.Unlock()
+	if blind {
+		// The outage is confirmed already and the next probe comes
+		// within a period: the many requests that fail during an outage
+		// do not each send one more.
+		return
+	}
 	select {
 	case m.probeNow <- struct{}{}:
 	default:
@@ -241,15 +236,26 @@ func (m *Monitor) timedOut(sent time.Time) {
 }
 
 // confirm records a probe sent at sent that found no apiserver: the outage
-// counts from then, or from the first request that timed out before it.
+// counts from then, or from the first request that got no answer before it.
+// An answer to a request sent after the probe shows the apiserver there
+// since: the probe was held up, not lost, and the next probe decides.
 func (m *Monitor) confirm(sent time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lastAnsweredSent.After(sent) {
+		return
+	}
 	if !m.suspect.IsZero() && m.suspect.Before(sent) {
 		sent = m.suspect
 	}
 	m.suspect = time.Time{}
-	m.lostLocked(sent)
+	// A span already excused is not excused again, and no outage starts
+	// before a request that was answered was sent.
+	from := latest(sent, latest(m.excusedTo, m.lastAnsweredSent))
+	if !m.blind || from.Before(m.since) {
+		m.since = from
+	}
+	m.blind = true
 }
 
 // reached records a request sent at sent that the apiserver answered, and
@@ -257,9 +263,10 @@ func (m *Monitor) confirm(sent time.Time) {
 // outage began proves nothing of the apiserver now.
 func (m *Monitor) reached(sent time.Time) {
 	m.mu.Lock()
+	m.lastAnsweredSent = latest(m.lastAnsweredSent, sent)
 	if !m.suspect.IsZero() && !sent.Before(m.suspect) {
-		// An answer to a request sent after the one that timed out: that
-		// one was slow, not lost.
+		// An answer to a request sent after the one that got none: that
+		// one was slow, or cut off, not lost.
 		m.suspect = time.Time{}
 	}
 	if !m.blind || sent.Before(m.since) {
@@ -273,4 +280,11 @@ func (m *Monitor) reached(sent time.Time) {
 	for _, f := range listeners {
 		f(outage)
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
