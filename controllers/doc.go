@@ -11,7 +11,10 @@
 // themselves are internal. NewManager builds the manager, so it watches every
 // request the controllers send: an apiserver that cannot be reached is not
 // taken for the silence of every node, and eviction deadlines are measured on
-// the apiserver's clock, read from its answers. SetupWithManager adds the
-// controllers to a manager built elsewhere and learns both from a probe of
-// the apiserver instead (see its documentation for the difference).
+// the apiserver's clock, read from its answers. With leader election it also
+// holds back every write while its Lease may be another replica's by its own
+// clock, as after a pause longer than the lease. SetupWithManager adds the
+// controllers to a manager built elsewhere: it learns of outages and of the
+// apiserver's clock from a probe of the apiserver instead, and holds back no
+// write (see its documentation for the difference).
 package controllers

@@ -139,6 +139,15 @@ func checkCache(o cache.Options) error {
 // be reached is not taken for the silence of every node, and eviction
 // deadlines are measured on the apiserver's clock, read from the Date of
 // its answers.
+//
+// With leader election, the manager writes only while its Lease is its own
+// by the local clock: until the renew deadline after the last renewal was
+// sent. A process stopped past its lease duration (a SIGSTOP, a long pause
+// of its VM) would otherwise write, when it wakes, beside the replica that
+// took over, until its elector noticed the loss; every request that may
+// change something fails instead, reads and the election's own requests
+// excepted. A lock set in mgrOpts.LeaderElectionResourceLockInterface is
+// kept, with the client it was made with, and watched the same way.
 func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("controllers: %w", err)
@@ -155,9 +164,19 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (c
 	s := internal.NewSight(clk)
 	cfg = rest.CopyConfig(cfg)
 	s.Wrap(cfg)
+	var events *electionEvents
+	if mgrOpts.LeaderElection {
+		var err error
+		if events, err = gateWrites(cfg, &mgrOpts); err != nil {
+			return nil, fmt.Errorf("controllers: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if events != nil {
+		events.setManager(mgr)
 	}
 	if err := internal.Setup(mgr, opts, s); err != nil {
 		return nil, err
@@ -183,7 +202,9 @@ func DryRunLeaseName(name string) string { return name + "-dry-run" }
 // against no node once the probe fails, at most one NodeMonitorPeriod after
 // it began (the part before is counted as silence), and eviction deadlines
 // are measured on the apiserver's clock from the probe's answers, on the
-// local clock until the first.
+// local clock until the first. Nor can it hold the controllers' writes to
+// the time the manager's leader election Lease is valid by the local
+// clock, as NewManager does.
 func SetupWithManager(mgr ctrl.Manager, opts options.Options) error {
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("controllers: %w", err)

@@ -97,6 +97,26 @@ func (p *Process) Kill() {
 	<-p.exited
 }
 
+// Pause stops the process with SIGSTOP, as a long garbage collection or a
+// paused VM would: it runs nothing, answers nothing and keeps every
+// connection open until Resume. Its clocks go on counting. Kill ends it
+// where it stands; Stop's SIGTERM waits for Resume, so Stop kills it once
+// its grace is over.
+func (p *Process) Pause() error {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause %s: %w", p.Path, err)
+	}
+	return nil
+}
+
+// Resume lets a process that Pause stopped run again, with SIGCONT.
+func (p *Process) Resume() error {
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume %s: %w", p.Path, err)
+	}
+	return nil
+}
+
 // Stop asks the process to shut down with SIGTERM and waits for it, killing
 // it if it takes longer than grace. An exit status other than zero is not an
 // error: some binaries report the signal that way.
