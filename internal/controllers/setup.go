@@ -154,6 +154,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		Due:                w.due(),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
 		Gate:               guardGate{guard},
+		Back:               r.Back,
 		BlockedRetry:       opts.NodeMonitorPeriod,
 		ReconcileTimeout:   timeout,
 	}

@@ -138,16 +138,17 @@ func (cs *census) poolCounts(pool string) Counts {
 }
 
 // fadingByPool returns how many of the named nodes each pool counts, and
-// how many the partition freeze counts: excluded and unknown nodes count in
+// which the partition freeze counts: excluded and unknown nodes count in
 // no pool, and nodes in maintenance in neither.
-func (cs *census) fadingByPool(names []string) (byPool map[string]int, judged int) {
+func (cs *census) fadingByPool(names []string) (byPool map[string]int, judged map[string]struct{}) {
 	byPool = make(map[string]int)
+	judged = make(map[string]struct{}, len(names))
 	for _, name := range names {
 		st, ok := cs.nodes[name]
 		if ok && st.Maintenance {
 			continue
 		}
-		judged++
+		judged[name] = struct{}{}
 		if ok && !st.Excluded {
 			byPool[st.Pool]++
 		}

@@ -10,10 +10,14 @@ type clusterHold struct {
 	// silent holds, for each node without heartbeats, when its grace ran
 	// out.
 	silent map[string]time.Time
-	// fading is how many nodes went quiet within the freeze window.
-	fading int
+	// fading names the nodes that went quiet within the freeze window.
+	fading map[string]struct{}
 	halted bool
 	seeded bool
+	// blind is true while the apiserver is out of the controller's reach:
+	// nothing about the freeze is decided then, since no heartbeat can be
+	// heard.
+	blind bool
 	// deciding holds destructive work back from Seed until every node is
 	// known to live or to be going quiet, or until decideBy.
 	deciding bool
@@ -40,19 +44,26 @@ func (h *clusterHold) silence(name string, since time.Time) {
 }
 
 // seed starts the wait after Seed, until one freeze window from now, and
-// rebuilds the freeze from the silences of the total nodes. It reports
-// whether that started a freeze.
-func (h *clusterHold) seed(total int, now time.Time) (froze bool) {
+// takes up the freeze the cluster kept, if any, or else rebuilds it from the
+// silences of the total nodes. It reports whether that started a freeze.
+func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) {
 	h.seeded = true
 	h.deciding, h.decideBy = true, now.Add(h.freeze.Window)
+	h.freeze.started = now
 	if frozen, _ := h.freeze.Frozen(); frozen {
 		return false
+	}
+	if kept != nil {
+		h.freeze.Restore(*kept)
+		if frozen, _ := h.freeze.Frozen(); frozen {
+			return true
+		}
 	}
 	return h.freeze.Rebuild(total, h.silent, now)
 }
 
-// setFading records how many nodes went quiet within the freeze window.
-func (h *clusterHold) setFading(n int) { h.fading = n }
+// setFading records the nodes that went quiet within the freeze window.
+func (h *clusterHold) setFading(names map[string]struct{}) { h.fading = names }
 
 // settle re-evaluates the halt, given whether every zone is fully
 // disrupted, and the freeze over the total nodes, noting in c what started
@@ -62,8 +73,14 @@ func (h *clusterHold) settle(allFull bool, total int, now time.Time, c *Change) 
 		h.halted = allFull
 		c.Halt, c.Halted = true, allFull
 	}
-	if h.freeze.Update(total, h.silent, h.fading, now) {
+	if h.blind {
+		return
+	}
+	cooling := h.freeze.clearSince
+	if h.freeze.Update(total, h.silent, h.fading, h.deciding, now) {
 		c.Freeze, c.Frozen = true, h.frozen()
+	} else if !h.freeze.clearSince.Equal(cooling) {
+		c.Cooldown = true
 	}
 }
 
@@ -71,8 +88,31 @@ func (h *clusterHold) settle(allFull bool, total int, now time.Time, c *Change) 
 // live or to be going quiet, or its time is up, and reports whether it has
 // just ended.
 func (h *clusterHold) decide(decided, total int, now time.Time) bool {
-	if h.deciding && (decided >= total || !now.Before(h.decideBy)) {
+	if h.deciding && !h.blind && (decided >= total || !now.Before(h.decideBy)) {
 		h.deciding = false
+		return true
+	}
+	return false
+}
+
+// setBlind records whether the apiserver is out of reach, and reports
+// whether the freeze's record changed. A cooldown under way starts again
+// once it answers, and so does the wait after start: the time it could not
+// be reached says nothing of the nodes, and the nodes it finds silent then
+// may be the ones that kept the freeze.
+func (h *clusterHold) setBlind(blind bool, now time.Time) (cooldownChanged bool) {
+	if blind == h.blind {
+		return false
+	}
+	h.blind = blind
+	if blind {
+		return false
+	}
+	if h.deciding {
+		h.decideBy = now.Add(h.freeze.Window)
+	}
+	if !h.freeze.clearSince.IsZero() {
+		h.freeze.clearSince = time.Time{}
 		return true
 	}
 	return false

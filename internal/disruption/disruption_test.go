@@ -114,11 +114,11 @@ func TestFreeze(t *testing.T) {
 	}
 
 	lose(2, t0)
-	if f.Update(3, silent, 0, t0) {
+	if f.Update(3, silent, nil, false, t0) {
 		t.Fatal("two lost nodes never freeze")
 	}
 	lose(3, t0)
-	if !f.Update(8, silent, 0, t0) {
+	if !f.Update(8, silent, nil, false, t0) {
 		t.Fatal("5 of 8 (0.625) lost within a window should freeze")
 	}
 	// Recovering below the threshold starts the cooldown; it ends after it.
@@ -128,10 +128,10 @@ func TestFreeze(t *testing.T) {
 			break
 		}
 	}
-	if f.Update(8, silent, 0, t0.Add(time.Minute)) {
+	if f.Update(8, silent, nil, false, t0.Add(time.Minute)) {
 		t.Fatal("the freeze ended before its cooldown")
 	}
-	if !f.Update(8, silent, 0, t0.Add(2*time.Minute)) {
+	if !f.Update(8, silent, nil, false, t0.Add(2*time.Minute)) {
 		t.Fatal("the freeze did not end after its cooldown")
 	}
 	if frozen, _ := f.Frozen(); frozen {
@@ -146,7 +146,7 @@ func TestFreezeIgnoresSlowAttrition(t *testing.T) {
 	for i := range 6 {
 		at := t0.Add(time.Duration(i) * 2 * time.Minute)
 		silent[fmt.Sprint("n", i)] = at
-		if f.Update(10, silent, 0, at) {
+		if f.Update(10, silent, nil, false, at) {
 			t.Fatalf("froze on slow attrition at node %d", i)
 		}
 	}
@@ -265,11 +265,11 @@ func TestFreezeStartsOnFadingNodesBeforeTheyExpire(t *testing.T) {
 	// The first of four nodes that died together expires; three more have
 	// been quiet for half a grace period and will follow within moments.
 	silent := map[string]time.Time{"n0": t0}
-	if !f.Update(5, silent, 4, t0) {
+	if !f.Update(5, silent, nodeSet("n", 4), false, t0) {
 		t.Fatal("four of five fading nodes should freeze at the first expiry")
 	}
 	// While they stay quiet, the freeze holds even before they expire.
-	if f.Update(5, map[string]time.Time{}, 4, t0.Add(2*time.Minute)) {
+	if f.Update(5, map[string]time.Time{}, nodeSet("n", 4), false, t0.Add(2*time.Minute)) {
 		t.Fatal("the freeze ended while most nodes were still quiet")
 	}
 }
@@ -291,4 +291,13 @@ func TestGuardLostCountIncludesFadingNodes(t *testing.T) {
 	if lost, _ := g.LostCount(t0); lost != 4 {
 		t.Fatalf("one expired of four fading: LostCount() = %d, want 4", lost)
 	}
+}
+
+// nodeSet returns the names prefix0 to prefix(n-1), as a set.
+func nodeSet(prefix string, n int) map[string]struct{} {
+	out := make(map[string]struct{}, n)
+	for i := range n {
+		out[fmt.Sprint(prefix, i)] = struct{}{}
+	}
+	return out
 }

@@ -26,6 +26,16 @@ type Freeze struct {
 
 	frozen bool
 	since  time.Time
+	// excused are the spans the controller could not reach the apiserver,
+	// latest last: they count in no window, as they count against no
+	// node's silence.
+	excused []span
+	// started is when a new process seeded the freeze. For one window
+	// after it, silences are counted from one window before it: the nodes
+	// the process finds silent and those it sees fade are dated from its
+	// start, not from when they fell silent, and may belong to the
+	// partition the silences began.
+	started time.Time
 	// from is the start of the window that set the freeze off: nodes
 	// silent since then belong to it.
 	from       time.Time
@@ -35,20 +45,57 @@ type Freeze struct {
 // Frozen reports whether destructive work is frozen, and since when.
 func (f *Freeze) Frozen() (bool, time.Time) { return f.frozen, f.since }
 
+// Record is a freeze as the cluster keeps it, so that a new leader carries
+// on with the freeze the old one held rather than rebuild it from what the
+// nodes show, which can tell less: marks spread past one window, silences
+// of several waves, a cooldown under way.
+type Record struct {
+	// Since is when the freeze began.
+	Since time.Time `json:"since"`
+	// From is the start of the window that set it off: nodes silent since
+	// then belong to it.
+	From time.Time `json:"from"`
+	// ClearSince is when the lost nodes fell below the threshold, the
+	// start of the cooldown; zero while they are above it.
+	ClearSince time.Time `json:"clearSince,omitzero"`
+}
+
+// Record returns the freeze as the cluster keeps it, and whether there is
+// one.
+func (f *Freeze) Record() (Record, bool) {
+	if !f.frozen {
+		return Record{}, false
+	}
+	return Record{Since: f.since, From: f.from, ClearSince: f.clearSince}, true
+}
+
+// Restore takes up a freeze the cluster kept; the next Update judges it by
+// the nodes lost since its window began, and cools it down from where its
+// cooldown stood.
+func (f *Freeze) Restore(r Record) {
+	if f.Threshold <= 0 {
+		return
+	}
+	f.frozen, f.since, f.from, f.clearSince = true, r.Since, r.From, r.ClearSince
+}
+
 // Update re-evaluates the freeze. total is the number of nodes, silentSince
 // holds, for each node without heartbeats, when its grace ran out, and
-// fading is the number of nodes that went quiet within the window, silent
-// or not yet: nodes that lose their heartbeats together expire one by one as
-// the controller observes them, and counting the fading ones lets the
-// freeze start before the first of them is tainted. It reports whether the
-// freeze started or ended.
-func (f *Freeze) Update(total int, silentSince map[string]time.Time, fading int, now time.Time) (changed bool) {
+// fading names the nodes that went quiet within the window, silent or not
+// yet: nodes that lose their heartbeats together expire one by one as the
+// controller observes them, and counting the fading ones lets the freeze
+// start before the first of them is tainted. It reports whether the freeze
+// started or ended. A freeze does not end while settling is true: a
+// process that has just taken over does not know yet whether the nodes it
+// has not heard since are silent, and must not release what its
+// predecessor held on their account.
+func (f *Freeze) Update(total int, silentSince map[string]time.Time, fading map[string]struct{}, settling bool, now time.Time) (changed bool) {
 	if f.Threshold <= 0 || total == 0 {
 		return f.end()
 	}
 	if !f.frozen {
 		if f.over(f.Counted(silentSince, fading, now), total) {
-			f.frozen, f.since, f.from, f.clearSince = true, now, now.Add(-f.Window), time.Time{}
+			f.frozen, f.since, f.from, f.clearSince = true, now, f.windowStart(now), time.Time{}
 			return true
 		}
 		return false
@@ -60,21 +107,73 @@ func (f *Freeze) Update(total int, silentSince map[string]time.Time, fading int,
 	if f.clearSince.IsZero() {
 		f.clearSince = now
 	}
-	if now.Sub(f.clearSince) >= f.Cooldown {
+	if now.Sub(f.clearSince) >= f.Cooldown && !settling {
 		return f.end()
 	}
 	return false
 }
 
 // Counted returns how many lost nodes the freeze counts at now: those that
-// went silent since its window began (the last window while it is off),
-// or the fading ones when there are more of them.
-func (f *Freeze) Counted(silentSince map[string]time.Time, fading int, now time.Time) int {
-	from := now.Add(-f.Window)
+// went silent since its window began (the last window while it is off), and
+// the fading ones, each node once. A new leader finds some of a partition's
+// nodes marked by its predecessor, silent since their marks, and sees the
+// others fade: both belong to the one partition.
+func (f *Freeze) Counted(silentSince map[string]time.Time, fading map[string]struct{}, now time.Time) int {
+	from := f.windowStart(now)
 	if f.frozen {
 		from = f.from
 	}
-	return max(silentFrom(silentSince, from), fading)
+	n := len(fading)
+	for name, at := range silentSince {
+		if _, counted := fading[name]; !counted && !at.Before(from) {
+			n++
+		}
+	}
+	return n
+}
+
+// windowStart returns the start of the window that ends at now, stretched
+// back, for one window after a seed, to one window before the seed.
+func (f *Freeze) windowStart(now time.Time) time.Time {
+	from := f.unexcused(now, f.Window)
+	if seeded := f.started.Add(-f.Window); seeded.Before(from) && !now.After(f.started.Add(f.Window)) {
+		from = seeded
+	}
+	return from
+}
+
+// unexcused returns the time from which d of time not excused runs up to
+// now: a span excused within it stretches it back by as much, since nodes
+// that fell silent on either side of an outage (the ones marked before it,
+// and those whose silence it moved on) went together.
+func (f *Freeze) unexcused(now time.Time, d time.Duration) time.Time {
+	from := now
+	for i := len(f.excused) - 1; i >= 0; i-- {
+		e := f.excused[i]
+		if !e.from.Before(from) {
+			continue
+		}
+		if gap := from.Sub(e.to); gap >= d {
+			break
+		} else if gap > 0 {
+			d -= gap
+		}
+		from = e.from
+	}
+	return from.Add(-d)
+}
+
+// span is a stretch of time.
+type span struct{ from, to time.Time }
+
+// Excuse records a span during which the controller could not reach the
+// apiserver. Spans older than two windows are forgotten.
+func (f *Freeze) Excuse(from, to, now time.Time) {
+	f.excused = append(f.excused, span{from, to})
+	keep := now.Add(-2 * f.Window)
+	for len(f.excused) > 0 && f.excused[0].to.Before(keep) {
+		f.excused = f.excused[1:]
+	}
 }
 
 // Rebuild decides the freeze from the silences alone, as a controller that
@@ -104,17 +203,6 @@ func (f *Freeze) Rebuild(total int, silentSince map[string]time.Time, now time.T
 		}
 	}
 	return f.frozen
-}
-
-// silentFrom counts the silences that began at or after from.
-func silentFrom(silentSince map[string]time.Time, from time.Time) int {
-	n := 0
-	for _, at := range silentSince {
-		if !at.Before(from) {
-			n++
-		}
-	}
-	return n
 }
 
 // over reports whether n lost nodes of total are enough for a freeze.

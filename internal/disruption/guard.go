@@ -32,10 +32,10 @@ type NodeStatus struct {
 	Excluded bool
 	// Ready is true when the node's Ready condition is True.
 	Ready bool
-	// Maintenance is true while a maintenance condition holds the node
-	// (package maintenance): it counts in no zone, pool or freeze, and its
-	// NoExecute taint and evictions are held, as for a node going quiet on
-	// purpose.
+	// Maintenance is true while a maintenance condition holds a node that
+	// is down (package maintenance): it counts in no zone, pool or freeze,
+	// and its NoExecute taint and evictions are held, as for a node going
+	// quiet on purpose. A Ready node in maintenance is counted as Ready.
 	Maintenance bool
 	// SilentSince is when the node's grace period ran out without a
 	// heartbeat; zero while it heartbeats.
@@ -61,6 +61,9 @@ type Change struct {
 	// Freeze is true when a partition freeze has just started or ended;
 	// Frozen says which.
 	Freeze, Frozen bool
+	// Cooldown is true when a freeze's cooldown has just started or been
+	// called off: the record of the freeze changed.
+	Cooldown bool
 	// Decided is true when the guard, seeded at start, has just learnt
 	// enough of every node to decide on a partition freeze, and lets
 	// destructive work begin.
@@ -69,7 +72,7 @@ type Change struct {
 
 // Empty reports whether nothing beyond the node changed.
 func (c Change) Empty() bool {
-	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && len(c.Held) == 0 && !c.Halt && !c.Freeze && !c.Decided
+	return len(c.Zones) == 0 && len(c.StateChanged) == 0 && len(c.Held) == 0 && !c.Halt && !c.Freeze && !c.Cooldown && !c.Decided
 }
 
 // Guard is the cluster-wide disruption state: zone counts and states, the
@@ -110,21 +113,51 @@ func (g *Guard) Update(name string, st NodeStatus, now time.Time) Change {
 // zone states, the halt and the freeze are settled only once all are
 // counted, so that a new leader does not judge them from the few nodes it
 // happened to look at first. The freeze is rebuilt from the silences the
-// cluster shows (the nodes already marked, and when). Destructive work then
+// cluster shows (the nodes already marked, and when), unless the cluster
+// kept the freeze an earlier leader held (kept): then that freeze goes on,
+// judged from then on as that leader would have. Destructive work then
 // waits until Tick finds every node decided, or one freeze window has
 // passed: a new leader must not taint or evict the nodes the old one marked
 // before it knows whether the others are silent too.
-func (g *Guard) Seed(nodes map[string]NodeStatus, now time.Time) Change {
+func (g *Guard) Seed(nodes map[string]NodeStatus, kept *Record, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var c Change
 	for name, st := range nodes {
 		g.record(name, st, &c)
 	}
-	if g.cluster.seed(g.census.judged(), now) {
+	if g.cluster.seed(g.census.judged(), kept, now) {
 		c.Freeze, c.Frozen = true, true
 	}
 	g.settle(now, &c)
+	return c
+}
+
+// FreezeRecord returns the partition freeze as the cluster should keep it,
+// and whether one holds.
+func (g *Guard) FreezeRecord() (Record, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.freeze.Record()
+}
+
+// Excuse tells the guard of a span during which the apiserver was out of
+// the controller's reach: the partition freeze's window does not count it.
+func (g *Guard) Excuse(from, to, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cluster.freeze.Excuse(from, to, now)
+}
+
+// SetBlind tells the guard whether the apiserver is out of the
+// controller's reach. While it is, the partition freeze neither starts nor
+// cools down, and the wait after start does not end; once it answers, a
+// cooldown under way starts again.
+func (g *Guard) SetBlind(blind bool, now time.Time) Change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var c Change
+	c.Cooldown = g.cluster.setBlind(blind, now)
 	return c
 }
 

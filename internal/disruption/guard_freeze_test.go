@@ -16,7 +16,7 @@ func TestFreezeIgnoresAttrition(t *testing.T) {
 		at := t0.Add(time.Duration(i) * time.Minute)
 		silent[fmt.Sprint("n", i)] = at
 		// Only the node that just died is fading.
-		if f.Update(5, silent, 1, at) {
+		if f.Update(5, silent, map[string]struct{}{fmt.Sprint("n", i): {}}, false, at) {
 			t.Fatalf("death %d of 5, a minute apart, set off a freeze", i+1)
 		}
 	}
@@ -34,21 +34,21 @@ func TestFreezeEndsWhateverLongDeadNodesRemain(t *testing.T) {
 	for i := range 6 { // a partition, now
 		silent[fmt.Sprint("p", i)] = t0
 	}
-	if !f.Update(10, silent, 6, t0) {
+	if !f.Update(10, silent, nodeSet("p", 6), false, t0) {
 		t.Fatal("6 of 10 silent at once did not freeze")
 	}
 	for i := range 6 {
 		delete(silent, fmt.Sprint("p", i))
 	}
 	// 4 of 10 silent, all of them long dead: 40% < 50%.
-	if f.Update(10, silent, 0, t0.Add(10*time.Second)) {
+	if f.Update(10, silent, nil, false, t0.Add(10*time.Second)) {
 		t.Fatal("the freeze ended before its cooldown")
 	}
-	if !f.Update(10, silent, 0, t0.Add(time.Minute)) {
+	if !f.Update(10, silent, nil, false, t0.Add(time.Minute)) {
 		t.Fatal("the freeze did not end after its cooldown, with only long-dead nodes silent")
 	}
 	// Nor do they set it off again.
-	if f.Update(10, silent, 0, t0.Add(2*time.Minute)) {
+	if f.Update(10, silent, nil, false, t0.Add(2*time.Minute)) {
 		t.Fatal("long-dead nodes set off a new freeze")
 	}
 }
@@ -78,7 +78,7 @@ func TestFreezeRebuiltFromMarks(t *testing.T) {
 				t.Fatalf("Rebuild = %v, want %v", got, tc.frozen)
 			}
 			// What Rebuild decided, Update keeps.
-			if f.Update(6, silent, 0, now.Add(time.Second)) {
+			if f.Update(6, silent, nil, false, now.Add(time.Second)) {
 				t.Fatal("the next Update changed what Rebuild decided")
 			}
 		})
@@ -95,7 +95,7 @@ func TestGuardWaitsAfterSeedUntilEveryNodeIsDecided(t *testing.T) {
 	for i := range 4 {
 		nodes[fmt.Sprint("n", i)] = NodeStatus{Zone: "z", Ready: true}
 	}
-	g.Seed(nodes, t0)
+	g.Seed(nodes, nil, t0)
 	if ok, _, why := g.TakeTaint("dead", t0); ok || why != HeldDeciding {
 		t.Fatalf("TakeTaint right after Seed: %v, %q", ok, why)
 	}
@@ -118,7 +118,7 @@ func TestGuardWaitsAfterSeedUntilEveryNodeIsDecided(t *testing.T) {
 	// Without word of every node, the wait ends after one window.
 	g = NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55,
 		FreezeThreshold: 0.6, FreezeWindow: time.Minute, FreezeCooldown: time.Minute})
-	g.Seed(nodes, t0)
+	g.Seed(nodes, nil, t0)
 	if c := g.Tick(nil, 0, t0.Add(time.Minute)); !c.Decided {
 		t.Fatal("the wait after Seed outlived its window")
 	}
@@ -138,7 +138,7 @@ func TestGuardSeededFromAPartitionHoldsAtOnce(t *testing.T) {
 		}
 		nodes[fmt.Sprint("n", i)] = st
 	}
-	if c := g.Seed(nodes, t0); !c.Freeze || !c.Frozen {
+	if c := g.Seed(nodes, nil, t0); !c.Freeze || !c.Frozen {
 		t.Fatalf("Seed = %+v; want a freeze", c)
 	}
 	if why := g.Hold("n0"); why != HeldFrozen {

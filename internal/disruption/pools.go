@@ -40,7 +40,10 @@ func poolHold(p Pool, c Counts, fading int) string {
 	// Nodes that went quiet together count before they are marked, so
 	// that the first of them to expire is not tainted alone.
 	unhealthy := max(c.NotReady, fading)
-	limit, err := intstr.GetScaledValueFromIntOrPercent(p.MaxUnhealthy, c.Size(), false)
+	// A share rounds up: a pool of two nodes at 25% may lose one, not
+	// none, or a small pool's single failure would be held for ever. Only
+	// an explicit 0 or 0% holds the first failure.
+	limit, err := intstr.GetScaledValueFromIntOrPercent(p.MaxUnhealthy, c.Size(), true)
 	if err != nil || unhealthy > limit {
 		return HeldBreaker
 	}

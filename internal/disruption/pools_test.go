@@ -9,6 +9,8 @@ import (
 func TestPoolHold(t *testing.T) {
 	half := intstr.FromString("50%")
 	bad := intstr.FromString("half")
+	quarter := intstr.FromString("25%")
+	none := intstr.FromString("0%")
 	tests := []struct {
 		name   string
 		pool   Pool
@@ -22,6 +24,10 @@ func TestPoolHold(t *testing.T) {
 		{"at the limit", Pool{MaxUnhealthy: &half}, Counts{Ready: 2, NotReady: 2}, 0, ""},
 		{"over the limit", Pool{MaxUnhealthy: &half}, Counts{Ready: 1, NotReady: 3}, 0, HeldBreaker},
 		{"fading nodes count", Pool{MaxUnhealthy: &half}, Counts{Ready: 4}, 3, HeldBreaker},
+		{"a share rounds up: one of a pool of one may fail at 50%", Pool{MaxUnhealthy: &half}, Counts{NotReady: 1}, 0, ""},
+		{"a share rounds up: one of two may fail at 25%", Pool{MaxUnhealthy: &quarter}, Counts{Ready: 1, NotReady: 1}, 0, ""},
+		{"but not two of two", Pool{MaxUnhealthy: &quarter}, Counts{NotReady: 2}, 0, HeldBreaker},
+		{"0% holds the first failure", Pool{MaxUnhealthy: &none}, Counts{Ready: 9, NotReady: 1}, 0, HeldBreaker},
 		{"a limit that does not parse trips", Pool{MaxUnhealthy: &bad}, Counts{Ready: 4}, 0, HeldBreaker},
 	}
 	for _, tt := range tests {

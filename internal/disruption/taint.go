@@ -1,6 +1,9 @@
 package disruption
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Why a NoExecute taint is held back.
 const (
@@ -158,4 +161,19 @@ func (g *Guard) maintenanceHold(name string) string {
 		return HeldMaintenance
 	}
 	return ""
+}
+
+// Waiting reports whether the named node's NoExecute taint waits for
+// something that will come without a change of state: the wait after start
+// ends, or the node's turn behind the head of its zone's queue, which each
+// taint taken brings forward.
+func (g *Guard) Waiting(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cluster.deciding {
+		return true
+	}
+	st, _ := g.census.node(name)
+	q := g.queues[zoneOf(st)]
+	return q != nil && slices.Index(q.waiting, name) > 0
 }

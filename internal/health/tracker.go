@@ -30,13 +30,21 @@ type entry struct {
 	state State
 	// heard is true once a heartbeat was heard after the first
 	// observation: the node is known to be alive since the controller
-	// started watching it.
-	heard bool
-	// firstUnknown is true for a node whose Ready condition was Unknown
-	// when it was first observed. Until it is heard, its silence began
-	// before this process: it is evidence of the fault, not a node going
-	// quiet now.
-	firstUnknown bool
+	// started watching it. heardAt is when the last was heard; unlike
+	// lastHeartbeat, neither an excused outage nor a refresh moves it.
+	heard   bool
+	heardAt time.Time
+	// quietFrom is when the node last showed life to the partition freeze:
+	// its first observation or its last heartbeat heard, moved on by the
+	// outages excused as lastHeartbeat is, but not by a refresh, which
+	// gives a new grace to mark a node but does not make a node silent for
+	// long one going quiet now.
+	quietFrom time.Time
+	// datedByMark is true, until a heartbeat is heard, for a node already
+	// marked when first observed: its silence began before this process,
+	// and is dated by its mark (the freeze's count of silences), not taken
+	// for a node going quiet now.
+	datedByMark bool
 }
 
 // Observation is what the tracker knows of a node after an observation.
@@ -69,13 +77,13 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 			e = &entry{}
 			t.nodes[name] = e
 		}
-		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state, firstUnknown: p.ReadyUnknown}
+		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, quietFrom: now, state: e.state, datedByMark: p.ReadyUnknown}
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
 		e.lastHeartbeat = now
 		e.pulse = p
-		e.heard = true
+		e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}
 	// A Lease that disappeared is remembered as gone, so that a new one
@@ -102,7 +110,7 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 		return false
 	}
 	e.pulse, e.lastHeartbeat = p, now
-	e.heard = true
+	e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
 	return true
 }
 
@@ -120,7 +128,7 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
 		return false
 	}
 	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
-	e.heard = true
+	e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
 	return true
 }
 
@@ -160,6 +168,25 @@ func (t *Tracker) Heard(name string) bool {
 	return ok && e.heard
 }
 
+// Tracked reports whether the tracker knows the node, under this UID.
+func (t *Tracker) Tracked(name string, uid types.UID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.nodes[name]
+	return ok && e.uid == uid
+}
+
+// HeardAt returns when the last heartbeat of the node was heard since the
+// tracker first observed it, or the zero time when none was.
+func (t *Tracker) HeardAt(name string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e, ok := t.nodes[name]; ok && e.heard {
+		return e.heardAt
+	}
+	return time.Time{}
+}
+
 // Healthy reports whether the node's last verdict was Healthy. A heartbeat
 // heard for such a node needs no new verdict: its deadline moves with the
 // heartbeat, and the node is judged again when the old deadline comes.
@@ -171,7 +198,9 @@ func (t *Tracker) Healthy(name string) bool {
 }
 
 // RefreshAll counts now as a heartbeat of every tracked node, giving each a
-// fresh grace period.
+// fresh grace period before it is marked. The refresh is no heartbeat
+// heard: how long a node has been quiet, as the partition freeze counts it,
+// does not change.
 func (t *Tracker) RefreshAll(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -190,11 +219,18 @@ func (t *Tracker) Excuse(from, to time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.nodes {
-		if !e.lastHeartbeat.Before(to) {
-			continue
-		}
-		e.lastHeartbeat = e.lastHeartbeat.Add(to.Sub(later(e.lastHeartbeat, from)))
+		e.lastHeartbeat = excused(e.lastHeartbeat, from, to)
+		e.quietFrom = excused(e.quietFrom, from, to)
 	}
+}
+
+// excused returns t, a time a node was last heard, moved on by as much of
+// the span from from to to as came after it.
+func excused(t, from, to time.Time) time.Time {
+	if !t.Before(to) {
+		return t
+	}
+	return t.Add(to.Sub(later(t, from)))
 }
 
 func later(a, b time.Time) time.Time {
@@ -230,11 +266,11 @@ func (t *Tracker) Quiet(now time.Time, window time.Duration) Quiet {
 		if e.grace == 0 {
 			continue
 		}
-		if e.firstUnknown && !e.heard {
+		if e.datedByMark {
 			q.Decided++
 			continue
 		}
-		quiet := now.Sub(e.lastHeartbeat)
+		quiet := now.Sub(e.quietFrom)
 		fading := quiet >= e.grace/2 && quiet <= e.grace+window
 		if fading {
 			q.Fading = append(q.Fading, name)
@@ -267,6 +303,21 @@ func (t *Tracker) Overdue(now time.Time) []string {
 	var names []string
 	for name, e := range t.nodes {
 		if e.state != StateUnreachable && e.grace != 0 && !now.Before(e.lastHeartbeat.Add(e.grace)) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// NotHealthy returns the nodes whose last verdict was NotReady or
+// Unreachable: the few, in a healthy cluster, whose wanted taints the
+// safety resync checks against the cluster.
+func (t *Tracker) NotHealthy() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for name, e := range t.nodes {
+		if e.state == StateNotReady || e.state == StateUnreachable {
 			names = append(names, name)
 		}
 	}

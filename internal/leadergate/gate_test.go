@@ -205,7 +205,7 @@ func TestGateTransportRefusesWritesOnlyWhileClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			server := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 				got = append(got, r.Method+" "+r.URL.Path)
 			}))
 			defer server.Close()

@@ -35,9 +35,9 @@ type Window struct {
 // In reports whether the node is in maintenance.
 func (w Window) In() bool { return w.Condition != "" }
 
-// Holds reports whether, at now, the maintenance keeps the node out of the
-// disruption counts and holds its NoExecute taint and evictions: it is in
-// maintenance, and its grace has not run out.
+// Holds reports whether, at now, the maintenance holds the node's NoExecute
+// taint and evictions (and, for a node that is down, keeps it out of the
+// disruption counts): it is in maintenance, and its grace has not run out.
 func (w Window) Holds(now time.Time) bool {
 	return w.In() && (w.Until.IsZero() || now.Before(w.Until))
 }

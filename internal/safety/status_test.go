@@ -1,4 +1,4 @@
-package nodehealth
+package safety
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
-func TestGuardStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
+func TestStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
 	apiNow := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	markedAgo := func(age time.Duration) *corev1.Node {
 		node := &corev1.Node{}
@@ -32,7 +32,8 @@ func TestGuardStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := apiNow.Add(tc.localAhead)
-			st := guardStatus(markedAgo(tc.age), health.Verdict{}, "", false, false, now, tc.localAhead)
+			m := &Model{skew: tc.localAhead}
+			st := m.status(markedAgo(tc.age), health.Verdict{}, "", time.Time{}, false, now)
 			if got := now.Sub(st.SilentSince); got != tc.want {
 				t.Errorf("silent for %v by the local clock, want %v", got, tc.want)
 			}

@@ -68,7 +68,7 @@ var _ = Describe("Holds", Label("faults"), func() {
 		Eventually(podReadyStatus(fleetPod(nodes[0]))).Should(Equal(corev1.ConditionFalse))
 	})
 
-	It("fail closed: a held eviction is not released when the policy is deleted and made again, or edited into what the flags refuse; once the hold lifts, the countdown starts again", func() {
+	It("fail closed: a held eviction is not released when the policy is deleted and made again, or edited into what the flags refuse; once the hold lifts, the countdown goes on from where it stopped", func() {
 		f := startFleet(3, 1)
 		nodes := f.Nodes()
 		pool := "hf-" + id
@@ -84,6 +84,7 @@ var _ = Describe("Holds", Label("faults"), func() {
 		added := unreachableAdded(dead)
 		updatePolicy(pool, func(s *v1alpha1.NodeHealthPolicySpec) { s.PauseRequests = []string{"maintenance"} })
 		Eventually(func() bool { return hasNoExecuteTaint(dead) }).Should(BeFalse(), "the held node kept its NoExecute taint")
+		served := time.Since(added)
 		podStays(pod, time.Until(added.Add(evictTimeout))+time.Second)
 
 		By("the paused policy deleted, and made again a second later")
@@ -101,12 +102,15 @@ var _ = Describe("Holds", Label("faults"), func() {
 		podStays(pod, evictTimeout+time.Second)
 		Expect(hasNoExecuteTaint(dead)).To(BeFalse())
 
-		By("the policy fixed and unpaused: the node tainted anew, and its pod evicted a whole timeout later")
+		By("the policy fixed and unpaused: the node tainted again, its countdown going on from the time it had served")
 		lifted := time.Now()
 		updatePolicy(pool, func(s *v1alpha1.NodeHealthPolicySpec) { s.NodeMonitorGracePeriod, s.PauseRequests = nil, nil })
 		again := unreachableAdded(dead)
-		// timeAdded is stored in whole seconds.
-		Expect(again).To(BeTemporally(">=", lifted.Truncate(time.Second)), "the taint kept its old time")
+		// The taint is back dated by the time served before the pause, no
+		// more (timeAdded is stored in whole seconds): the pause counted
+		// for nothing, and what came before it was not lost.
+		Expect(again).To(BeTemporally("<=", time.Now().Add(-served).Add(time.Second)), "the countdown started again")
+		Expect(again).To(BeTemporally(">=", lifted.Add(-served).Add(-2*time.Second)), "the pause counted towards the countdown")
 		podStays(pod, time.Until(again.Add(evictTimeout-time.Second)))
 		Eventually(deleted(pod)).WithTimeout(time.Until(again.Add(evictTimeout)) + 5*time.Second).Should(BeTrue())
 	})

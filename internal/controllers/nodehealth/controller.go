@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -16,9 +17,9 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 )
 
@@ -109,16 +110,68 @@ type Reconciler struct {
 	// are not announced as registered.
 	started time.Time
 
+	// freeze keeps the partition freeze in the cluster (freeze.go).
+	freeze freezeKeeper
+	// Model, when set, is the safety model over Tracker and Guard, shared
+	// with the pod eviction controller; nil has the reconciler build its
+	// own.
+	Model *safety.Model
+	// modelOnce builds Model when it is nil.
+	modelOnce sync.Once
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
-	// apiSkew is how far Clock runs ahead of the apiserver's clock, read
-	// once, at seeding (under seedMu, which every reconcile takes first).
-	apiSkew time.Duration
 }
 
-// Reconcile observes a node's heartbeats, judges it, marks it Unknown when its
-// deadline has passed, brings its NoSchedule taints in line with its
-// conditions, and sets the node's wake for its deadline.
+// model returns the safety model that decides every look, over Tracker and
+// Guard.
+func (r *Reconciler) model() *safety.Model {
+	r.modelOnce.Do(func() {
+		if r.Model == nil {
+			r.Model = safety.New(r.Tracker, r.Guard, r.Grace.Monitor)
+		}
+	})
+	return r.Model
+}
+
+// Back reads the node and its Lease live and reports whether the node is
+// back (safety.Model.Back): the pod eviction controller asks before it
+// evicts pods for their node's failure.
+func (r *Reconciler) Back(ctx context.Context, node *corev1.Node) (bool, error) {
+	live, lease, err := r.readLive(ctx, node.Name)
+	if err != nil {
+		return false, err
+	}
+	return r.model().Back(live, lease, r.settings(ctx, live).Grace.Monitor, r.Clock.Now()), nil
+}
+
+// readLive reads a node and its Lease from the apiserver, side by side.
+func (r *Reconciler) readLive(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
+	type leaseRead struct {
+		lease *coordinationv1.Lease
+		err   error
+	}
+	leaseDone := make(chan leaseRead, 1)
+	go func() {
+		lease, err := getLease(ctx, r.APIReader, name)
+		leaseDone <- leaseRead{lease, err}
+	}()
+	node := &corev1.Node{}
+	nodeErr := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, node)
+	read := <-leaseDone
+	if nodeErr != nil {
+		return nil, nil, fmt.Errorf("read node %q live: %w", name, nodeErr)
+	}
+	if read.err != nil {
+		return nil, nil, fmt.Errorf("read lease live: %w", read.err)
+	}
+	return node, read.lease, nil
+}
+
+// Reconcile looks at a node: the safety model decides, from the node, its
+// Lease and the time, what the look calls for, and the reconcile carries it
+// out: a mark (after a live read confirms the silence), the node's taints
+// and countdown record, its pods' readiness, the events and metrics, and the
+// node's next look.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()
@@ -138,69 +191,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
-	obs := r.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
-	if obs.First && registeredSince(node, r.started) {
+	settings := r.settings(ctx, node)
+	d := r.look(ctx, node, lease, settings, now)
+	if d.First && registeredSince(node, r.started) {
 		r.eventRegistered(node)
 	}
-	settings := r.settings(ctx, node)
-	v := health.Judge(node, obs.LastHeartbeat, settings.Grace, now)
-
-	marked := false
-	if v.Expired {
-		node, v, marked, err = r.markUnreachable(ctx, node, v, settings.Grace, now)
+	if d.Mark {
+		var marked bool
+		node, lease, marked, err = r.markUnreachable(ctx, node, d.Verdict, settings.Grace)
 		if err != nil {
 			return r.settle(ctx, req.Name, err)
 		}
+		if marked {
+			// Other nodes' marks come before this node's taints and pods: its
+			// deadline wake was queued ahead of other work, and the look at
+			// the marked node goes back behind it.
+			r.wakes.clearDeadline(node.Name)
+			r.wakes.now(node.Name)
+			return ctrl.Result{}, nil
+		}
+		// The live read heard the node: look at what it showed.
+		d = r.look(ctx, node, lease, settings, r.Clock.Now())
 	}
-	if v.Expired && !r.Guard.Silent(node.Name) {
-		// The node has just gone silent: see how many others are fading
-		// with it before anything destructive is done to it.
-		r.tick(ctx, now)
-	}
-	// Asked again: the live read before a mark may have heard the node.
-	heard := r.Tracker.Heard(node.Name)
-	m := maintenance.Of(node, settings.MaintenanceGrace, r.apiSkew)
-	inMaintenance := m.Holds(now)
-	r.applyChange(ctx, r.Guard.Update(node.Name, guardStatus(node, v, settings.Pool, heard, inMaintenance, now, r.apiSkew), now), now)
-	if marked {
-		// Other nodes' marks come before this node's taints and pods: its
-		// deadline wake was queued ahead of other work, and the rest of
-		// its look goes back behind it.
-		moveState(r.Tracker.Judged(node.Name, v), v.State)
-		r.wakes.clear(node.Name)
-		r.wakes.now(node.Name)
-		return ctrl.Result{}, nil
-	}
-	if err := r.reconcileTaints(ctx, node, now); err != nil {
+	if err := r.write(ctx, node, d); err != nil {
 		return r.settle(ctx, req.Name, err)
 	}
-	retry, err := r.reconcileNoExecute(ctx, node, settings.Pool, now)
-	if err != nil {
-		return r.settle(ctx, req.Name, err)
+	if d.Recorded {
+		moveState(d.Previous, d.Verdict.State)
 	}
-	if wantedNoExecute(node) != "" {
-		if ok, _ := r.Guard.PodMarkingAllowedFor(node.Name); ok {
-			if err := r.markPodsNotReady(ctx, node, now); err != nil {
-				return ctrl.Result{}, err
-			}
+	if d.Deadline.IsZero() {
+		// Expired: no deadline to wait for until a heartbeat arrives, and a
+		// heartbeat is an event.
+		r.wakes.clearDeadline(node.Name)
+	} else {
+		r.wakes.atDeadline(node.Name, d.Deadline)
+	}
+	if !d.Retry.IsZero() {
+		r.wakes.after(node.Name, d.Retry)
+	}
+	r.reconcileMaintenance(ctx, node, d)
+	if d.MarkPods {
+		if err := r.markPodsNotReady(ctx, node, now); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
-
-	moveState(r.Tracker.Judged(node.Name, v), v.State)
-	// Look again at the deadline, and when the guard may let a taint
-	// through; an expired node needs nothing until a heartbeat arrives,
-	// and a heartbeat is an event.
-	if v.Expired {
-		r.wakes.clear(node.Name)
-	} else {
-		r.wakes.atDeadline(node.Name, v.Deadline)
-	}
-	if retry > 0 {
-		r.wakes.after(node.Name, now.Add(retry))
-	}
-	r.reconcileMaintenance(ctx, node, m, inMaintenance)
 	return ctrl.Result{}, nil
+}
+
+// look asks the model what a look at the node calls for, and tells what the
+// look changed beyond the node.
+func (r *Reconciler) look(ctx context.Context, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings, now time.Time) safety.Decision {
+	d := r.model().Look(safety.Input{Node: node, Lease: lease, Settings: s, Now: now, Stamp: r.stamp(now), Blind: r.blind()})
+	r.applyChange(ctx, d.Change, now)
+	return d
+}
+
+// blind reports whether the apiserver is out of the controller's reach.
+func (r *Reconciler) blind() bool {
+	if r.Sight == nil {
+		return false
+	}
+	blind, _ := r.Sight.Blind()
+	return blind
 }
 
 // ExcuseOutage takes a span during which the controller could not reach the
@@ -208,7 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // written, or not be seen, so the span says nothing of the nodes. Each
 // node's deadline moves on by as much of the span as it had been silent.
 func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
-	r.Tracker.Excuse(o.From, o.To)
+	r.model().Excuse(o.From, o.To, r.Clock.Now())
 	outagesExcused.Observe(o.Duration().Seconds())
 	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
 		"unreachableSince", o.From, "for", o.Duration())
@@ -221,28 +273,27 @@ func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
 func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	r.seedMu.Lock()
 	defer r.seedMu.Unlock()
-	if r.Guard.Seeded() {
+	if r.model().Seeded() {
 		return nil
 	}
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
+	list := &corev1.NodeList{}
+	if err := r.Client.List(ctx, list); err != nil {
 		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
 	}
-	statuses := make(map[string]disruption.NodeStatus, len(nodes.Items))
+	nodes := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		nodes[i] = &list.Items[i]
+	}
 	// One reading of how far this clock runs from the apiserver's serves
 	// the process's life: a mark then converts to the same local moment at
 	// every look, as the freeze's count of silences needs, however the
 	// apiserver's clock is later narrowed down.
-	r.apiSkew = now.Sub(r.apiNow(now))
-	for i := range nodes.Items {
-		node := &nodes.Items[i]
-		// Nothing is heard yet: a node already marked counts as silent
-		// since its mark, unless it is in maintenance.
-		s := r.settings(ctx, node)
-		inMaintenance := maintenance.Of(node, s.MaintenanceGrace, r.apiSkew).Holds(now)
-		statuses[node.Name] = guardStatus(node, health.Verdict{}, s.Pool, false, inMaintenance, now, r.apiSkew)
+	kept, err := r.keptFreeze(ctx)
+	if err != nil {
+		return err
 	}
-	r.applyChange(ctx, r.Guard.Seed(statuses, now), now)
+	settings := func(node *corev1.Node) policy.Settings { return r.settings(ctx, node) }
+	r.applyChange(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)), now)
 	return nil
 }
 
@@ -275,10 +326,10 @@ func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Set
 
 // tick lets the guard re-evaluate what changes with time: the nodes going
 // quiet within the freeze window, which is the flags' grace period, and
-// whether every node is known well enough to end the wait after start.
+// whether every node is known well enough to end the wait after start;
+// nothing, while the apiserver is out of reach.
 func (r *Reconciler) tick(ctx context.Context, now time.Time) {
-	q := r.Tracker.Quiet(now, r.Grace.Monitor)
-	r.applyChange(ctx, r.Guard.Tick(q.Fading, q.Decided, now), now)
+	r.applyChange(ctx, r.model().Tick(now, r.blind()), now)
 }
 
 // settle turns a failed read or write into a result: a node deleted under
@@ -309,13 +360,13 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	// start and deleted before its first reconcile. It must not stay
 	// counted as a ghost, Ready or not, in its zone.
 	now := r.Clock.Now()
-	r.applyChange(ctx, r.Guard.Remove(name, now), now)
+	c, gone := r.model().Remove(name, now)
+	r.applyChange(ctx, c, now)
 	r.forgetMaintenance(name)
-	uid, state, ok := r.Tracker.Forget(name)
-	if !ok {
+	if !gone.Known {
 		return
 	}
-	moveState(state, health.StateUnjudged)
+	moveState(gone.State, health.StateUnjudged)
 	ctrl.LoggerFrom(ctx).V(1).Info("Node is gone; forgetting it")
-	r.eventRemoving(name, uid)
+	r.eventRemoving(name, gone.UID)
 }

@@ -255,8 +255,10 @@ func TestALostWriteRaceIsRetriedShortly(t *testing.T) {
 	if _, err := f.r.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("want no error, got %v", err)
 	}
-	if at, ok := f.r.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) != conflictRetryDelay {
-		t.Fatalf("next look at %v, %v; want in %v", at, ok, conflictRetryDelay)
+	// The look that found the node silent also ended the wait after start,
+	// which looks at every node at once: no later than the retry.
+	if at, ok := f.r.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) > conflictRetryDelay {
+		t.Fatalf("next look at %v, %v; want within %v", at, ok, conflictRetryDelay)
 	}
 }
 
@@ -472,7 +474,8 @@ func TestAMarkCostsTheLeaseReadAndThePatch(t *testing.T) {
 	if got := readyOf(f.node(t)).Status; got != corev1.ConditionUnknown {
 		t.Fatalf("not marked: %s", got)
 	}
-	if want := []string{"*v1.Lease"}; !slices.Equal(reads, want) {
+	// The seed reads the freeze kept in the cluster, once a process.
+	if want := []string{"*v1.Namespace", "*v1.Lease"}; !slices.Equal(reads, want) {
 		t.Fatalf("live reads %v, want %v", reads, want)
 	}
 	if len(patches) != 1 || !strings.Contains(patches[0], `"resourceVersion":"`+cachedVersion+`"`) {
@@ -563,7 +566,8 @@ func TestTheLookAfterAMarkReadsTheMark(t *testing.T) {
 	if !hasTaint(n, corev1.TaintNodeUnreachable, corev1.TaintEffectNoSchedule) {
 		t.Fatalf("taints after the look that followed the mark: %v", n.Spec.Taints)
 	}
-	if want := []string{"*v1.Lease"}; !slices.Equal(reads, want) {
-		t.Fatalf("live reads %v, want only the mark's %v", reads, want)
+	// The seed reads the freeze kept in the cluster, once a process.
+	if want := []string{"*v1.Namespace", "*v1.Lease"}; !slices.Equal(reads, want) {
+		t.Fatalf("live reads %v, want only the seed's and the mark's %v", reads, want)
 	}
 }

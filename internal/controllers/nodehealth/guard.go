@@ -4,44 +4,10 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
-
-// guardStatus is what the disruption guard needs of a node. A node silent
-// past its deadline is silent since then. A node not heard since this
-// process first saw it, and already marked Unknown, is silent since its
-// mark, the Ready condition's lastTransitionTime, capped at now: that is
-// how a new leader or a restarted process tells the nodes that went silent
-// together in a partition from those that died long before it, and does
-// not take either for nodes going quiet now. The mark was written by the
-// apiserver's clock, which the local one runs skew ahead of: the mark is
-// carried over to the local clock, so that a replica whose clock runs ahead
-// does not take fresh marks for old ones. A node in maintenance is counted
-// nowhere, silent or not.
-func guardStatus(node *corev1.Node, v health.Verdict, pool string, heard, inMaintenance bool, now time.Time, skew time.Duration) disruption.NodeStatus {
-	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node), Maintenance: inMaintenance}
-	ready := health.ReadyCondition(node)
-	if ready != nil && ready.Status == corev1.ConditionTrue {
-		st.Ready = true
-	}
-	if v.Expired {
-		st.SilentSince = v.Deadline
-	}
-	if !heard && ready != nil && ready.Status == corev1.ConditionUnknown {
-		marked := ready.LastTransitionTime.Add(skew)
-		if marked.After(now) {
-			marked = now
-		}
-		if st.SilentSince.IsZero() || marked.Before(st.SilentSince) {
-			st.SilentSince = marked
-		}
-	}
-	return st
-}
 
 // ApplyGuardChange acts on a change of the guard made outside a reconcile,
 // such as a pool's settings changing with its policy.
@@ -54,6 +20,9 @@ func (r *Reconciler) ApplyGuardChange(ctx context.Context, c disruption.Change) 
 func (r *Reconciler) applyChange(ctx context.Context, c disruption.Change, now time.Time) {
 	if c.Empty() {
 		return
+	}
+	if c.Freeze || c.Cooldown {
+		r.keepFreeze(ctx, true)
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, zone := range c.Zones {

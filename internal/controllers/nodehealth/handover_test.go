@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // A new leader, or a restarted controller, whose workers take a node of a
@@ -34,7 +35,7 @@ func TestNewLeaderKeepsTheTaintOfADeadZoneItLooksAtFirst(t *testing.T) {
 	if f.r.Guard.Halted() {
 		t.Error("the guard finds every zone down with a healthy zone in the cache")
 	}
-	if !hasNoExecute(f.node(t), corev1.TaintNodeUnreachable) {
+	if !safety.HasNoExecute(f.node(t), corev1.TaintNodeUnreachable) {
 		t.Fatalf("the NoExecute taint of a dead node was lifted: %+v", f.node(t).Spec.Taints)
 	}
 }

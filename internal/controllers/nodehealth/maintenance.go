@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // Reasons of the events that report a node's NoExecute taint held for its
@@ -49,16 +49,12 @@ func (h *maintenanceHolds) set(name string, held bool) bool {
 }
 
 // reconcileMaintenance tells when a maintenance condition starts or stops
-// holding the node's NoExecute taint, and wakes the node when its
-// maintenance grace runs out. m is the node's maintenance window, held
-// whether it holds now.
-func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node, m maintenance.Window, held bool) {
-	if held && !m.Until.IsZero() {
-		r.wakes.after(node.Name, m.Until)
-	}
+// holding the node's NoExecute taint; the model has set the node's next look
+// for when its maintenance grace runs out.
+func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node, d safety.Decision) {
+	m, held, want := d.Maintenance, d.InMaintenance, d.Want
 	// Only a node that would be tainted is held; a Ready node in
-	// maintenance just counts nowhere.
-	want := wantedNoExecute(node)
+	// maintenance counts as any Ready node.
 	if !r.maintenance.set(node.Name, held && want != "") {
 		return
 	}

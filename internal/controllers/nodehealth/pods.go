@@ -19,11 +19,10 @@ import (
 // podWorkers bounds how many pods of one node are written at once.
 const podWorkers = 16
 
-// markPodsNotReady sets Ready=False on every pod of the node that still says
-// True, so that Services stop sending it traffic. It is idempotent: called on
-// every look at a node that is not Ready, it also finishes work a crash or a
-// failed write left half done. Pods not listed yet are left to the look
-// their listing queues.
+// markPodsNotReady sets Ready=False on the pods of a node the controller
+// found silent, so that Services stop sending them traffic: each pod once in
+// the silence (the model remembers which), those listed later (bound since,
+// or listed late) at the look their listing queues.
 func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, now time.Time) error {
 	pods, err := r.pods().On(ctx, node.Name)
 	if errors.Is(err, podscope.ErrNotListed) {
@@ -33,17 +32,26 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, no
 	if err != nil {
 		return err
 	}
-	var todo []*corev1.Pod
-	for i := range pods {
-		if podReady(&pods[i]) {
-			todo = append(todo, &pods[i])
-		}
-	}
+	todo := r.model().PodsToMark(node, pods)
 	if len(todo) == 0 {
 		return nil
 	}
+	// Read it live first: a node that came back while the watch lagged
+	// must not lose its pods' traffic, nor fight its kubelet.
+	live, lease, err := r.readLive(ctx, node.Name)
+	if err != nil {
+		return err
+	}
+	if !r.model().Silent(live, lease, r.settings(ctx, live).Grace.Monitor, r.Clock.Now()) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Node is back, read live; not marking its pods NotReady")
+		return nil
+	}
 	return parallel.ForEach(todo, podWorkers, func(pod *corev1.Pod) error {
-		return r.markPodNotReady(ctx, pod, now)
+		if err := r.markPodNotReady(ctx, pod, now); err != nil {
+			return err
+		}
+		r.model().PodMarked(node, pod.UID)
+		return nil
 	})
 }
 

@@ -136,11 +136,13 @@ func conditionsChanged(o, n []corev1.NodeCondition) bool {
 	return false
 }
 
-// resync is the safety net behind the deadline wakes and the clock of the
-// partition freeze: every period it lets the freeze's window and cooldown
-// advance, and queues the nodes whose deadline passed without a verdict. It
-// runs only on the leader, like the controller, and starts each term with
-// zeroed state counts.
+// resync is the safety net behind the wakes and the clock of the partition
+// freeze: every period it lets the freeze's window and cooldown advance,
+// queues the nodes whose deadline passed without a verdict, and looks again
+// at every node the cluster shows short of what the model wants of it (a
+// node that needs its NoExecute taint, lacks it, and is neither held nor
+// waiting its turn), whatever wakes were lost. It runs only on the leader,
+// like the controller, and starts each term with zeroed state counts.
 func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period time.Duration) error {
 	resetStateGauge()
 	t := ticker.NewTicker(period)
@@ -152,7 +154,30 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 		case <-t.C():
 			now := ticker.Now()
 			r.tick(ctx, now)
+			r.keepFreeze(ctx, false)
 			r.wakes.overdue(r.Tracker.Overdue(now)...)
+			r.wakes.now(r.strays(ctx, now)...)
 		}
 	}
+}
+
+// strays returns the nodes whose taints, as the cache shows them, fall
+// short of what the model wants with nothing to wait for. Only the model's
+// candidates are read: the nodes not judged healthy and those last seen
+// tainted, a handful in a healthy cluster.
+func (r *Reconciler) strays(ctx context.Context, now time.Time) []string {
+	var out []string
+	for _, name := range r.model().Candidates() {
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			continue
+		}
+		if r.model().Stray(node, r.settings(ctx, node), now) {
+			out = append(out, name)
+		}
+	}
+	if len(out) > 0 {
+		ctrl.LoggerFrom(ctx).V(1).Info("Looking again at nodes whose NoExecute taints are not what they should be", "nodes", len(out))
+	}
+	return out
 }

@@ -61,10 +61,13 @@ func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wa
 		urgent: make(chan event.TypedGenericEvent[*corev1.Node])}
 }
 
-// atDeadline sets the node's wake for its grace deadline t, in place of any
-// set before: it is called at the end of a reconcile, which has dealt with
-// whatever an earlier wake was for. A nil wakes, as in tests that call the
-// reconciler directly, sets nothing.
+// atDeadline sets the node's wake for its grace deadline t, in place of a
+// deadline wake set before, which the heartbeats since have moved. An
+// earlier wake of another kind stays: it may have been set while the
+// reconcile that calls this was in flight, by a change (a hold lifting) that
+// the reconcile did not see, and the look it brings sets the deadline wake
+// again. A nil wakes, as in tests that call the reconciler directly, sets
+// nothing.
 func (w *wakes) atDeadline(name string, t time.Time) {
 	w.set(name, wake{at: t, deadline: true}, true)
 }
@@ -103,7 +106,8 @@ func (w *wakes) set(name string, e wake, replace bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old, ok := w.at[name]; ok && (old.deadline == e.deadline && old.at.Equal(e.at) || !replace && !e.at.Before(old.at)) {
+	if old, ok := w.at[name]; ok && (old.deadline == e.deadline && old.at.Equal(e.at) ||
+		(!replace || !old.deadline) && !e.at.Before(old.at)) {
 		return
 	}
 	w.at[name] = e
@@ -116,7 +120,7 @@ func (w *wakes) set(name string, e wake, replace bool) {
 	}
 }
 
-// clear drops the node's wake.
+// clear drops the node's wake: it is gone.
 func (w *wakes) clear(name string) {
 	if w == nil {
 		return
@@ -124,6 +128,20 @@ func (w *wakes) clear(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.at, name)
+}
+
+// clearDeadline drops the node's deadline wake, and no other: a node whose
+// grace ran out waits for no deadline, but a wake set by a change it did not
+// see (a hold lifting while it was looked at) must still come.
+func (w *wakes) clearDeadline(name string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.at[name]; ok && e.deadline {
+		delete(w.at, name)
+	}
 }
 
 // when returns when the node's next look comes, if one is set.

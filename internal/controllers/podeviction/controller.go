@@ -61,6 +61,11 @@ type Reconciler struct {
 	Policies policy.Source
 	// Gate may hold evictions back; nil lets them all through.
 	Gate Gate
+	// Back, when set, is asked before pods are evicted for their node's
+	// failure (a node lifecycle taint): it reads the node and its Lease
+	// live and reports whether the node is back. A node that came back
+	// while the watch lagged keeps its pods. nil asks nothing.
+	Back func(ctx context.Context, node *corev1.Node) (bool, error)
 	// BlockedRetry is how soon a node whose evictions the gate held back is
 	// looked at again.
 	BlockedRetry time.Duration
@@ -156,6 +161,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if allowed, why := r.allowed(node); !allowed {
 			due, held = r.dueDespiteHold(due, noExecute, timeout, now)
 			ctrl.LoggerFrom(ctx).V(1).Info("Evictions held back", "pods", len(held), "reason", why)
+		}
+		back, err := r.back(ctx, node, due)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if back {
+			var waiting []dueEviction
+			due, waiting = r.dueDespiteHold(due, noExecute, timeout, now)
+			held = append(held, waiting...)
+			ctrl.LoggerFrom(ctx).Info("Node is back, read live; not evicting its pods for its failure", "pods", len(waiting))
 		}
 		retry, failed := r.evictAll(ctx, node, due, now)
 		next = earliest(next, retry)
@@ -286,6 +301,21 @@ func (r *Reconciler) timeout(ctx context.Context, node *corev1.Node) time.Durati
 		return r.PodEvictionTimeout
 	}
 	return r.Policies.For(ctx, node).PodEvictionTimeout
+}
+
+// back reports whether the node, whose pods are due for its failure, is
+// back after all: asked once, and only when a due eviction is for a node
+// lifecycle taint.
+func (r *Reconciler) back(ctx context.Context, node *corev1.Node, due []dueEviction) (bool, error) {
+	if r.Back == nil {
+		return false, nil
+	}
+	for _, e := range due {
+		if eviction.IsLifecycleTaint(e.decision.Taint) {
+			return r.Back(ctx, node)
+		}
+	}
+	return false, nil
 }
 
 func (r *Reconciler) allowed(node *corev1.Node) (bool, string) {
