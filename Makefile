@@ -78,8 +78,18 @@ test: envtest-assets kustomize helm image ## Run every test with the race detect
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ## Run only the fault suite (apiserver crash, hang and odd answers, a stuck request, controller crashes, leader failover, failover mid-partition and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs it too.
+test-faults: envtest-assets ## Run the safety model's simulator (the review's findings as seeded sequences, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
+	go test -race -count=1 ./internal/safety/sim
 	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
+
+# How many random fault sequences make simulate runs, and the seed of the
+# first; a failure prints its seed, which SIM_SEED=<seed> SIM_SEQUENCES=1
+# runs again.
+SIM_SEQUENCES ?= 100000
+SIM_SEED ?= 1
+.PHONY: simulate
+simulate: ## Run SIM_SEQUENCES (100000) random fault sequences from SIM_SEED (1) through the safety model's simulator, every invariant checked after every step (make test runs the first 1000); a failure prints its seed and a shortened sequence.
+	go test -count=1 -timeout 0 ./internal/safety/sim -run '^TestRandomSequences$$' -sim.sequences=$(SIM_SEQUENCES) -sim.seed=$(SIM_SEED)
 
 FUZZTIME ?= 30s
 .PHONY: fuzz

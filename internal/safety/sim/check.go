@@ -1,0 +1,437 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+)
+
+// The invariants, as a violation names them.
+const (
+	// InvFalseEviction: no node that heartbeated within its grace, and
+	// reports Ready, is tainted NoExecute or has a pod evicted.
+	InvFalseEviction = "1 no false eviction"
+	// InvForgotten: every node's wanted state is reached once the faults
+	// are over: a dead node under no hold the cluster's state explains is
+	// tainted, and its pods past their deadline evicted.
+	InvForgotten = "2/6 no dead node forgotten"
+	// InvCountdown: a hold pauses an eviction countdown and never restarts
+	// it.
+	InvCountdown = "3 a countdown never restarts"
+	// InvMaintenanceOnce: a maintenance grace runs once per maintenance.
+	InvMaintenanceOnce = "3 a maintenance grace runs once"
+	// InvPartition: a partition is frozen: once enough of the nodes have
+	// gone silent within one window, destructive work stops.
+	InvPartition = "freeze a partition"
+	// InvFailover: a new leader keeps the freeze the old one held.
+	InvFailover = "4 a failover keeps the freeze"
+	// InvPodsOnce: pods are marked NotReady only when the controller finds
+	// their node silent, once per silence (and per leader).
+	InvPodsOnce = "5 pods marked once per silence"
+)
+
+// Violation is an invariant found broken.
+type Violation struct {
+	Invariant string
+	// At is the virtual time from the start.
+	At     time.Duration
+	Detail string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("invariant %q broken at %s: %s", v.Invariant, v.At, v.Detail)
+}
+
+// observer watches what the controllers do against the ground truth.
+type observer struct {
+	w         *world
+	violation *Violation
+	// served is how long each node's current episode has carried a
+	// lifecycle NoExecute taint.
+	served map[string]time.Duration
+	// podMarks counts the NotReady marks of each pod in each silence.
+	podMarks map[podSilence]int
+	// notReadyInMaintenance is when each node in maintenance was first
+	// seen not Ready in it.
+	notReadyInMaintenance map[string]time.Time
+	// failoverTimes are the times of the failovers so far.
+	failoverTimes []time.Time
+	// halted is whether the leader last held every zone down, and
+	// haltEnded when it last stopped.
+	halted    bool
+	haltEnded time.Time
+	// oldCooling is when the old leader's cooldown began, and oldHot
+	// since when it has been over its threshold again.
+	oldCooling, oldHot time.Time
+	// heldCount is how many nodes a maintenance holds, and heldChanged
+	// when that last changed.
+	heldCount   int
+	heldChanged time.Time
+}
+
+type podSilence struct {
+	uid   types.UID
+	since time.Time
+}
+
+func newObserver(w *world) *observer {
+	return &observer{w: w, served: map[string]time.Duration{}, podMarks: map[podSilence]int{},
+		notReadyInMaintenance: map[string]time.Time{}}
+}
+
+func (o *observer) fail(inv, format string, args ...any) {
+	if o.violation == nil {
+		o.violation = &Violation{Invariant: inv, At: o.w.now.Sub(t0), Detail: fmt.Sprintf(format, args...)}
+	}
+}
+
+// live reports whether the node's kubelet is alive, reports Ready, and had
+// a heartbeat land within its grace: nothing destructive may touch it.
+func (o *observer) live(name string) bool {
+	k := o.w.kubelet(name)
+	return k.alive && k.ready && o.w.now.Sub(k.landed) < o.w.cfg.Grace
+}
+
+func (o *observer) marked(string) {}
+
+func (o *observer) tainted(name, key string) {
+	if o.live(name) {
+		o.fail(InvFalseEviction, "%s tainted %s while it heartbeats and reports Ready", name, key)
+	}
+}
+
+func (o *observer) evicted(name string, uid types.UID) {
+	if o.live(name) {
+		o.fail(InvFalseEviction, "pod %s of %s evicted while the node heartbeats and reports Ready", uid, name)
+	}
+}
+
+func (o *observer) podMarked(name string, uid types.UID) {
+	node := o.w.nodes[name]
+	if s := readyStatus(node); s != corev1.ConditionUnknown {
+		o.fail(InvPodsOnce, "pod %s of %s marked NotReady while the node's Ready is %s, its kubelet's to set", uid, name, s)
+		return
+	}
+	since := health.ReadyCondition(node).LastTransitionTime.Time
+	key := podSilence{uid, since}
+	o.podMarks[key]++
+	allowed := 1
+	for _, at := range o.failoverTimes {
+		if !at.Before(since) {
+			allowed++
+		}
+	}
+	if o.podMarks[key] > allowed {
+		o.fail(InvPodsOnce, "pod %s of %s marked NotReady %d times in one silence (since %s)", uid, name,
+			o.podMarks[key], since.Sub(t0))
+	}
+}
+
+// step checks what must hold after every step.
+func (o *observer) step(cs *controllers) {
+	w := o.w
+	slack := 2 * w.cfg.Step
+	for _, k := range w.kubelets {
+		node := w.nodes[k.name]
+		// A countdown, once started, keeps its time served.
+		taint := lifecycleTaint(node)
+		switch {
+		case taint != nil:
+			o.served[k.name] += w.cfg.Step
+			if taint.TimeAdded != nil {
+				if ran := w.now.Sub(taint.TimeAdded.Time); ran+slack < o.served[k.name] {
+					o.fail(InvCountdown, "%s's %s taint counts %s, after %s served in this episode", k.name, taint.Key,
+						ran, o.served[k.name])
+				}
+			}
+		case readyStatus(node) == corev1.ConditionTrue:
+			delete(o.served, k.name)
+		}
+		// A maintenance grace runs once per maintenance.
+		if !k.maintenance || !hasMaintenance(node) || readyStatus(node) == corev1.ConditionTrue {
+			// Out of maintenance, or back: a new failure gets a new grace.
+			delete(o.notReadyInMaintenance, k.name)
+			continue
+		}
+		if _, seen := o.notReadyInMaintenance[k.name]; !seen && readyStatus(node) != corev1.ConditionTrue {
+			o.notReadyInMaintenance[k.name] = laterOf(w.now, k.maintenanceSince)
+		}
+		from, seen := o.notReadyInMaintenance[k.name]
+		ended := from.Add(w.cfg.MaintenanceGrace + w.cfg.MonitorPeriod + slack)
+		if seen && w.now.After(ended) && cs.leader.model.Guard.Hold(k.name) == disruption.HeldMaintenance {
+			o.fail(InvMaintenanceOnce, "%s held for its maintenance at %s, though its grace ran from %s", k.name,
+				w.now.Sub(t0), from.Sub(t0))
+		}
+	}
+	o.failover(cs)
+	o.partition(cs)
+}
+
+// partition checks that a partition the ground truth shows is frozen: at
+// least the freeze's threshold of the judged nodes (and three) are dead,
+// and their last heartbeats reached the apiserver within one window of each
+// other. The leader must hold the freeze from a grace and two monitor
+// periods after the last of them, as a lagging watch delivered it, or after
+// what kept it from seeing them fade: its start, the end of an outage, the
+// end of every zone being down.
+func (o *observer) partition(cs *controllers) {
+	w := o.w
+	if w.cfg.FreezeThreshold <= 0 || w.down {
+		return
+	}
+	g := cs.leader.model.Guard
+	if halted := g.Halted(); halted != o.halted {
+		o.halted = halted
+		if !halted {
+			o.haltEnded = w.now
+		}
+	}
+	held := o.maintenanceHeld()
+	if len(held) != o.heldCount {
+		// The count the threshold is a share of changed: a wave is
+		// judged against the count of its own time.
+		o.heldCount, o.heldChanged = len(held), w.now
+	}
+	judged := 0
+	var deaths []*kubelet
+	for _, k := range w.kubelets {
+		if held[k.name] {
+			continue
+		}
+		judged++
+		if !k.alive {
+			deaths = append(deaths, k)
+		}
+	}
+	// A node's silence shows from its last heartbeat that reached the
+	// apiserver (none lands in an outage), as the controller hears it: a
+	// lagging watch delivers it late.
+	seen := func(k *kubelet) time.Time { return laterOf(k.landed, k.delivered) }
+	slices.SortFunc(deaths, func(a, b *kubelet) int { return seen(a).Compare(seen(b)) })
+	need := max(3, int(math.Ceil(w.cfg.FreezeThreshold*float64(judged))))
+	for first := 0; first+need <= len(deaths); first++ {
+		last := first + need - 1
+		if seen(deaths[last]).Sub(seen(deaths[first])) > w.cfg.Grace || o.heldChanged.After(seen(deaths[first])) {
+			continue
+		}
+		anchor := laterOf(seen(deaths[last]), laterOf(cs.leader.started, laterOf(w.upSince, o.haltEnded)))
+		if w.now.After(anchor.Add(w.cfg.Grace+2*w.cfg.MonitorPeriod+w.cfg.Step)) && !g.Frozen() {
+			o.fail(InvPartition, "%d of %d judged nodes went silent within %s (from %s) and stay so, but no freeze holds",
+				need, judged, w.cfg.Grace, seen(deaths[first]).Sub(t0))
+		}
+		return
+	}
+}
+
+// maintenanceHeld returns the nodes a maintenance holds now, by the ground
+// truth: in maintenance, down, and within their maintenance grace.
+func (o *observer) maintenanceHeld() map[string]bool {
+	held := map[string]bool{}
+	for name, from := range o.notReadyInMaintenance {
+		if o.w.now.Before(from.Add(o.w.cfg.MaintenanceGrace)) {
+			held[name] = true
+		}
+	}
+	return held
+}
+
+// failover checks that a new leader keeps the freeze the old one held when
+// it died: while the old one, carrying on as if it had not died, would still
+// hold it, the new one holds it too, from at most bound after it started,
+// and ends it no earlier than cooldownBound before the old one would, or
+// the length of an outage the old one lived through before the failover.
+// Freezes that either sets off after the failover are not compared: the two
+// see the same faults at different moments (the old one heard heartbeats the
+// new one dates from its start, and their looks fall apart), and a share of
+// silent nodes at the threshold tips either way. The other way round is
+// allowed too: a new leader gives every node it finds a fresh grace, and
+// nodes that died within one grace before it started fade with a later
+// partition as if they had died in it. That freeze holds more, never less.
+func (o *observer) failover(cs *controllers) {
+	if cs.old == nil || !cs.oldFrozen {
+		return
+	}
+	w := o.w
+	if !cs.old.model.Guard.Frozen() {
+		// The freeze the old leader held has ended, as it would have.
+		cs.oldFrozen = false
+		return
+	}
+	early := cooldownBound(w.cfg)
+	if w.upSince.After(cs.failedOver.Add(-w.cfg.FreezeCooldown)) {
+		// The old one starts its cooldown again after an outage; a new one
+		// that started after the outage, or before the old one wrote the
+		// new start down, goes on from the start before.
+		early += w.upSince.Sub(w.downSince)
+	}
+	// A cooldown the old one started again for a moment (a node fading
+	// and another coming back in the same second, at the threshold) keeps
+	// its start: the two look at different moments.
+	rec, _ := cs.old.model.Guard.FreezeRecord()
+	switch {
+	case rec.ClearSince.IsZero():
+		if o.oldHot.IsZero() {
+			o.oldHot = w.now
+		}
+	case o.oldCooling.IsZero() || !o.oldHot.IsZero() && rec.ClearSince.Sub(o.oldHot) > w.cfg.MonitorPeriod:
+		o.oldCooling, o.oldHot = rec.ClearSince, time.Time{}
+	default:
+		o.oldHot = time.Time{}
+	}
+	if cooling := o.oldCooling; !cooling.IsZero() && !w.now.Before(cooling.Add(w.cfg.FreezeCooldown-early)) {
+		// The old one's cooldown is over within the bound: the freeze it
+		// held when it died is over, and what either does next is theirs.
+		cs.oldFrozen = false
+		return
+	}
+	if !cs.leader.model.Guard.Frozen() && w.now.Sub(cs.failedOver) > w.cfg.Grace+2*w.cfg.MonitorPeriod {
+		o.fail(InvFailover, "the new leader (since %s) lost the freeze the old one held when it died, and would still hold",
+			cs.failedOver.Sub(t0))
+	}
+}
+
+// cooldownBound is how much earlier than the old leader a new one may end a
+// freeze's cooldown: the nodes the new one dates from its start fade, and
+// stop fading, up to half a grace after the old one saw them do so, and a
+// tick may come a monitor period late.
+func cooldownBound(cfg Config) time.Duration { return cfg.Grace/2 + cfg.MonitorPeriod + cfg.Step }
+
+// final checks, once every fault is over and the world has settled, that
+// each node is where it should be: a live Ready node untainted, a dead or
+// not ready one tainted and its overdue pods evicted, unless a hold the
+// cluster's state explains keeps it.
+func (o *observer) final() {
+	w := o.w
+	legit := o.legitHolds()
+	for _, k := range w.kubelets {
+		node := w.nodes[k.name]
+		taint := lifecycleTaint(node)
+		if k.alive && k.ready {
+			if taint != nil {
+				o.fail(InvForgotten, "%s is back and Ready but keeps its %s taint", k.name, taint.Key)
+			}
+			continue
+		}
+		if why := legit[k.name]; why != "" {
+			continue
+		}
+		want := corev1.TaintNodeUnreachable
+		if k.alive {
+			want = corev1.TaintNodeNotReady
+		}
+		if taint == nil || taint.Key != want {
+			o.fail(InvForgotten, "%s (Ready %s) lacks its %s taint, and nothing in the cluster holds it", k.name,
+				readyStatus(node), want)
+			continue
+		}
+		timeout := w.settings(node).PodEvictionTimeout
+		for _, pod := range w.pods[k.name] {
+			if _, gone := w.evicted[pod.UID]; gone {
+				continue
+			}
+			if d := eviction.Deadline(&pod, noExecute(node), timeout, w.now); d.Evict && !d.At.After(w.now) {
+				o.fail(InvForgotten, "pod %s of %s is due since %s but not evicted", pod.Name, k.name, d.At.Sub(t0))
+			}
+		}
+	}
+}
+
+// legitHolds returns, for each node, a hold that the cluster's state
+// explains, computed from the ground truth alone: every zone down, a
+// partition (a large share of the nodes silent), the pool paused or past its
+// breaker, its zone partially disrupted at a rate of 0, or its maintenance.
+func (o *observer) legitHolds() map[string]string {
+	w := o.w
+	type counts struct{ ready, notReady int }
+	zones := map[disruption.ZoneID]*counts{}
+	pool := counts{}
+	lost, judged := 0, 0
+	held := o.maintenanceHeld()
+	for _, k := range w.kubelets {
+		if held[k.name] {
+			continue
+		}
+		judged++
+		if !k.alive {
+			lost++
+		}
+		id := disruption.ZoneID{Pool: k.pool, Zone: "r/" + k.zone}
+		if zones[id] == nil {
+			zones[id] = &counts{}
+		}
+		up := k.alive && k.ready
+		if up {
+			zones[id].ready++
+		} else {
+			zones[id].notReady++
+		}
+		if k.pool == "p" {
+			if up {
+				pool.ready++
+			} else {
+				pool.notReady++
+			}
+		}
+	}
+	allDown := len(zones) > 0
+	for _, c := range zones {
+		if c.ready > 0 {
+			allDown = false
+		}
+	}
+	frozen := w.cfg.FreezeThreshold > 0 && lost >= 3 && float64(lost)/float64(judged) >= w.cfg.FreezeThreshold
+	limit := int(math.Ceil(percent(w.cfg.PoolMaxUnhealthy.StrVal) * float64(pool.ready+pool.notReady)))
+	out := map[string]string{}
+	for _, k := range w.kubelets {
+		c := zones[disruption.ZoneID{Pool: k.pool, Zone: "r/" + k.zone}]
+		switch {
+		case held[k.name]:
+			out[k.name] = disruption.HeldMaintenance
+		case allDown:
+			out[k.name] = disruption.HeldHalted
+		case frozen:
+			out[k.name] = disruption.HeldFrozen
+		case k.pool == "p" && w.paused:
+			out[k.name] = disruption.HeldPaused
+		case k.pool == "p" && pool.notReady > limit:
+			out[k.name] = disruption.HeldBreaker
+		case c != nil && c.notReady > 2 && float64(c.notReady)/float64(c.ready+c.notReady) >= 0.55:
+			out[k.name] = disruption.HeldRate
+		}
+	}
+	return out
+}
+
+// percent reads "50%" as 0.5.
+func percent(s string) float64 {
+	var v float64
+	if _, err := fmt.Sscanf(s, "%g%%", &v); err != nil {
+		return 0
+	}
+	return v / 100
+}
+
+func lifecycleTaint(node *corev1.Node) *corev1.Taint {
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectNoExecute && eviction.IsLifecycleTaint(t.Key) {
+			return t
+		}
+	}
+	return nil
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,210 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The findings of the correctness review of 2026-11-25, and those the
+// random sequences found since, each as a sequence that broke an invariant
+// before its fix. Each runs through every check of Run.
+
+func s(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// expectHolds runs seq and fails with the invariant it breaks, if any.
+func expectHolds(t *testing.T, cfg Config, seq Sequence) {
+	t.Helper()
+	if v := Run(cfg, seq); v != nil {
+		t.Fatalf("%v\nsequence:\n%s", v, seq)
+	}
+}
+
+// nodes returns the indexes from to to-1.
+func nodes(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// Finding 1(a): a new leader that finds part of a partition marked by the
+// old one, and sees the rest fade after it starts, counts both.
+func TestFindingFailoverMidPartitionKeepsTheFreeze(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Zones, cfg.PoolNodes = 20, 4, 0
+	t.Run("the old leader froze, and marked part of the partition", func(t *testing.T) {
+		expectHolds(t, cfg, Sequence{
+			{At: s(10), Kind: Partition, Nodes: []int{0, 1, 2, 4, 5, 6, 8, 9, 10, 12}},
+			{At: s(18), Kind: Partition, Nodes: []int{13, 14, 16, 17, 18, 3}},
+			{At: s(31), Kind: Failover},
+		})
+	})
+	t.Run("the old leader marked part of the partition before the rest faded", func(t *testing.T) {
+		expectHolds(t, cfg, Sequence{
+			{At: s(10), Kind: Partition, Nodes: []int{0, 1, 2, 4, 5, 6, 8}},
+			{At: s(28), Kind: Partition, Nodes: []int{9, 10, 12, 13, 14, 16}},
+			{At: s(31), Kind: Failover},
+		})
+	})
+}
+
+// Finding 1(b): a freeze outlives the window its marks fall in; a new
+// leader long after keeps it.
+func TestFindingFailoverLongAfterThePartitionKeepsTheFreeze(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(10), Kind: Partition, Nodes: nodes(0, 9)},
+		{At: s(200), Kind: Failover},
+	})
+}
+
+// Finding 1(c): a new leader carries on with the old one's cooldown.
+func TestFindingFailoverInACooldownKeepsIt(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FreezeCooldown = 90 * time.Second
+	expectHolds(t, cfg, Sequence{
+		{At: s(10), Kind: Partition, Nodes: nodes(0, 10)},
+		{At: s(60), Kind: Revive, Node: 0},
+		{At: s(60), Kind: Revive, Node: 1},
+		{At: s(60), Kind: Revive, Node: 2},
+		{At: s(61), Kind: Failover},
+	})
+}
+
+// Finding 2: Ready nodes in maintenance count as Ready; three real deaths
+// beside six drained spares are tainted and evicted.
+func TestFindingReadyNodesInMaintenanceCountAsReady(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Zones, cfg.PoolNodes = 10, 1, 0
+	seq := Sequence{}
+	for i := range 6 {
+		seq = append(seq, Event{At: s(5), Kind: MaintenanceOn, Node: i})
+	}
+	for i := 6; i < 9; i++ {
+		seq = append(seq, Event{At: s(30), Kind: Kill, Node: i})
+	}
+	expectHolds(t, cfg, seq)
+}
+
+// Finding 3: a maintenance grace runs once, however the Ready condition of
+// a node in a boot loop changes, and whichever leader looks.
+func TestFindingAMaintenanceGraceRunsOnce(t *testing.T) {
+	t.Run("a node that goes from not ready to silent within its grace, and a new leader", func(t *testing.T) {
+		expectHolds(t, DefaultConfig(), Sequence{
+			{At: s(5), Kind: MaintenanceOn, Node: 3},
+			{At: s(10), Kind: NotReady, Node: 3},
+			{At: s(20), Kind: Kill, Node: 3},
+			{At: s(42), Kind: Failover},
+		})
+	})
+	t.Run("a boot loop past its grace", func(t *testing.T) {
+		expectHolds(t, DefaultConfig(), Sequence{
+			{At: s(5), Kind: MaintenanceOn, Node: 3},
+			{At: s(10), Kind: NotReady, Node: 3},
+			{At: s(60), Kind: Kill, Node: 3},
+			{At: s(100), Kind: NotReady, Node: 3},
+			{At: s(115), Kind: Failover},
+			{At: s(130), Kind: Kill, Node: 3},
+			{At: s(170), Kind: NotReady, Node: 3},
+		})
+	})
+}
+
+// Finding 4: a breaker that trips and releases more often than the pods'
+// tolerations pauses their countdowns and never restarts them: the pods go.
+func TestFindingAFlappingBreakerDoesNotRestartCountdowns(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EvictionTimeout = 90 * time.Second
+	seq := Sequence{
+		{At: s(5), Kind: Kill, Node: 8},
+		{At: s(5), Kind: Kill, Node: 9},
+	}
+	for at := 40; at < 400; at += 40 {
+		seq = append(seq, Event{At: s(at), Kind: NotReady, Node: 10}, Event{At: s(at + 8), Kind: Revive, Node: 10})
+	}
+	expectHolds(t, cfg, seq)
+}
+
+// Finding 5: the pods of a node whose live kubelet reports Ready=False are
+// the kubelet's; the controller does not fight it for them.
+func TestFindingPodsOfANotReadyNodeAreTheKubelets(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(10), Kind: NotReady, Node: 2},
+		{At: s(200), Kind: Kill, Node: 2},
+	})
+}
+
+// Finding 6: a wake lost as a hold lifts leaves no dead node behind: the
+// resync finds it.
+func TestFindingAWakeLostAsAHoldLiftsIsFoundAgain(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(1), Kind: Pause},
+		{At: s(5), Kind: Kill, Node: 11},
+		{At: s(60), Kind: Unpause},
+		{At: s(60), Kind: LoseWake, Node: 11},
+	})
+}
+
+// Finding 9: a share rounds up: one dead node of a pool of two at 25% is
+// tainted and its pods evicted.
+func TestFindingASmallPoolEvictsItsOneDeadNode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PoolNodes, cfg.PoolMaxUnhealthy = 2, intstr.FromString("25%")
+	expectHolds(t, cfg, Sequence{{At: s(10), Kind: Kill, Node: 11}})
+}
+
+// Finding 11: an outage neither starts a freeze nor restarts the countdown
+// of a node tainted before it.
+func TestFindingAnOutageRestartsNoCountdown(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EvictionTimeout = 2 * time.Minute
+	expectHolds(t, cfg, Sequence{
+		{At: s(5), Kind: Kill, Node: 4},
+		{At: s(60), Kind: Outage, For: s(15)},
+		{At: s(120), Kind: Outage, For: s(35)},
+	})
+}
+
+// Found by the random sequences: a node that comes back while its watch
+// lags keeps its pods, though the cache still shows it down past their
+// deadline.
+func TestFoundANodeBackBehindALaggingWatchKeepsItsPods(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(24), Kind: NotReady, Node: 8},
+		{At: s(41), Kind: RefuseWrites, For: s(17)},
+		{At: s(55), Kind: Lag, Node: 8, For: s(26)},
+		{At: s(56), Kind: Revive, Node: 8},
+	})
+}
+
+// Found by the random sequences: a maintenance grace that ends while the
+// node's wake is lost is found by the resync.
+func TestFoundAMaintenanceGraceEndingUnwokenIsFound(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(193), Kind: Kill, Node: 8},
+		{At: s(198), Kind: MaintenanceOn, Node: 8},
+		{At: s(228), Kind: LoseWake, Node: 8},
+	})
+}
+
+// Found by the random sequences: a node whose grace ran out during an
+// outage is looked at again once the outage is excused.
+func TestFoundANodeExpiredInAnOutageIsNotForgotten(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(55), Kind: Outage, For: s(34)},
+		{At: s(83), Kind: ZoneLoss, Zone: 1},
+	})
+}
+
+// Found by the random sequences: nodes that died before every zone went
+// down are not taken, once a zone is back, for part of the partition.
+func TestFoundOldDeathsAreNotANewWaveAfterAHalt(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(1), Kind: ZoneLoss, Zone: 2},
+		{At: s(144), Kind: Partition, Nodes: []int{7, 0, 10, 3, 9, 4, 11, 1, 2, 8, 6}},
+		{At: s(156), Kind: Flap, Node: 10, For: s(9)},
+		{At: s(180), Kind: Failover},
+	})
+}
