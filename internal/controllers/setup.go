@@ -202,6 +202,7 @@ func podsFor(mgr ctrl.Manager, opts options.Options, c client.Reader, clk clock.
 		return nil, err
 	}
 	scoped.Log = mgr.GetLogger().WithName("pod-watches")
+	scoped.Leading(mgr.Elected())
 	if err := mgr.Add(scoped); err != nil {
 		return nil, fmt.Errorf("add pod watches: %w", err)
 	}

@@ -25,7 +25,10 @@ import (
 // per node, and every pod in one watch while more nodes than its limit
 // need theirs. It is a manager.Runnable that runs on every replica, leader
 // or not, so that a replica taking over finds the pods of the nodes in
-// trouble already listed.
+// trouble already listed. Only the leader switches to the watch of every
+// pod (Leading): a standby keeps the watches of at most its limit of nodes,
+// so that the failure the wide watch is for does not take every replica's
+// memory up at once.
 type Scoped struct {
 	// Log, when set, is what Start logs to; otherwise its context's.
 	Log logr.Logger
@@ -41,8 +44,11 @@ type Scoped struct {
 
 	mu sync.Mutex
 	// ctx is Start's; no watch runs before it is set.
-	ctx    context.Context
-	wanted map[string]*wanted
+	ctx context.Context
+	// elected is closed once this replica leads; nil means it always
+	// does.
+	elected <-chan struct{}
+	wanted  map[string]*wanted
 	// wide is the watch of every pod, while it runs; wideMode says whether
 	// it is wanted.
 	wide     *watch
@@ -87,8 +93,27 @@ func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, linger time.D
 		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}, nil
 }
 
-// NeedLeaderElection is false: standby replicas keep the same watches.
+// NeedLeaderElection is false: standby replicas keep the watches of the
+// nodes in trouble too, up to the limit.
 func (s *Scoped) NeedLeaderElection() bool { return false }
+
+// Leading tells s that this replica leads once elected is closed (a
+// manager's Elected): until then it never watches every pod, and watches
+// the pods of at most its limit of nodes. Call it before Start.
+func (s *Scoped) Leading(elected <-chan struct{}) { s.elected = elected }
+
+// leads reports whether this replica leads. Called with mu held.
+func (s *Scoped) leads() bool {
+	if s.elected == nil {
+		return true
+	}
+	select {
+	case <-s.elected:
+		return true
+	default:
+		return false
+	}
+}
 
 // Start follows the Nodes, watching the pods of those that need it, until
 // ctx ends.
@@ -114,6 +139,17 @@ func (s *Scoped) Start(ctx context.Context) error {
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
 	ctrl.LoggerFrom(ctx).Info("Watching the pods of the nodes in trouble only", "nodeLimit", s.limit)
+	if !s.leads() {
+		go func() {
+			select {
+			case <-s.elected:
+				s.mu.Lock()
+				s.settle()
+				s.mu.Unlock()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	t := s.clock.NewTicker(s.linger)
 	defer t.Stop()
 	for {
@@ -240,12 +276,16 @@ func (s *Scoped) release(node string) {
 // settle starts and stops watches to serve the wanted nodes: one watch per
 // node up to the limit, one watch of every pod above it, down to half of
 // it. Either way round, the watches in place are stopped only once those
-// replacing them have listed. Called with mu held.
+// replacing them have listed. A standby stays below the limit: the nodes
+// beyond it get no watch until it leads. Called with mu held.
 func (s *Scoped) settle() {
 	if s.ctx == nil || s.ctx.Err() != nil {
 		return
 	}
+	leads := s.leads()
 	switch n := len(s.wanted); {
+	case !s.wideMode && n > s.limit && !leads:
+		// The nodes beyond the limit wait below for this replica to lead.
 	case !s.wideMode && n > s.limit:
 		s.wideMode = true
 		ctrl.LoggerFrom(s.ctx).Info("Watching every pod: more nodes need their pods than the limit", "nodes", n, "nodeLimit", s.limit)
@@ -262,9 +302,20 @@ func (s *Scoped) settle() {
 		}
 	} else {
 		all := true
+		watched := 0
+		for _, w := range s.wanted {
+			if w.watch != nil {
+				watched++
+			}
+		}
 		for name, w := range s.wanted {
 			if w.watch == nil {
+				if !leads && watched >= s.limit {
+					all = false
+					continue
+				}
 				w.watch = s.startWatch(name)
+				watched++
 			}
 			all = all && w.watch.listed()
 		}

@@ -42,6 +42,12 @@ const (
 
 func start(t *testing.T) *env {
 	t.Helper()
+	return startWith(t, func(*Scoped) {})
+}
+
+// startWith is start with set applied to the Scoped before it starts.
+func startWith(t *testing.T, set func(*Scoped)) *env {
+	t.Helper()
 	cfg := startControlPlane(t)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -59,6 +65,7 @@ func start(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	set(s)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Start(ctx) }()
 	t.Cleanup(func() {
@@ -281,6 +288,31 @@ func TestScopedWatchesEveryPodAboveItsLimitAndNarrowsAtHalf(t *testing.T) {
 	g.Eventually(func() float64 { return watches(scopeCluster) }).Should(BeZero())
 	g.Expect(watches(scopeNode)).To(Equal(1.0))
 	g.Expect(e.names(g, "a")).To(Equal([]string{"a1"}))
+}
+
+// A standby never watches every pod, and watches the pods of no more nodes
+// than its limit: the failure the wide watch is for must not take every
+// replica's memory up at once. Once it leads, it does as a leader does.
+func TestScopedStandbyWatchesNoMoreThanItsLimit(t *testing.T) {
+	g := NewWithT(t)
+	elected := make(chan struct{})
+	e := startWith(t, func(s *Scoped) { s.Leading(elected) })
+	for _, n := range []string{"a", "b", "c"} {
+		e.node(t, n, corev1.ConditionTrue)
+		e.pod(t, n+"1", n)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		e.setReady(t, n, corev1.ConditionFalse)
+	}
+	g.Eventually(func() float64 { return watches(scopeNode) }).Should(Equal(float64(testLimit)))
+	g.Consistently(func() float64 { return watches(scopeCluster) }, time.Second, 100*time.Millisecond).Should(BeZero())
+	g.Expect(watches(scopeNode)).To(Equal(float64(testLimit)))
+
+	close(elected)
+	g.Eventually(func() float64 { return watches(scopeCluster) }).Should(Equal(1.0))
+	for _, n := range []string{"a", "b", "c"} {
+		g.Eventually(func(g Gomega) []string { return e.names(g, n) }).Should(Equal([]string{n + "1"}))
+	}
 }
 
 func TestScopedStopsWatchingADeletedNode(t *testing.T) {

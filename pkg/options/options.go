@@ -187,12 +187,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a node with MaintenanceInProgress, GracefulNodeShutdownInProgress or Drained True may stay "+
 			"unreachable or not ready before it is tainted NoExecute, counted from the later of the condition turning "+
 			"True and the node ceasing to be Ready. Until then it is marked and tainted NoSchedule, its pods marked "+
-			"NotReady, and it counts towards no zone, pool breaker or partition freeze. 0 turns this off.")
+			"NotReady if it went silent, and it counts towards no zone, pool breaker or partition freeze. The grace runs "+
+			"once per failure. 0 turns this off.")
 	fs.IntVar(&o.PodWatchNodes, "pod-watch-nodes", o.PodWatchNodes,
 		"How many nodes may have their pods watched one node at a time: those not Ready, tainted NoExecute, or whose "+
 			"deadline has just passed, the only ones whose pods are acted on. While more need theirs, every pod is "+
-			"watched at once, until no more than half as many do. 0 watches every pod at all times, as "+
-			"kube-controller-manager does; so does --dry-run.")
+			"watched at once, until no more than half as many do; a standby replica watches no more than this many "+
+			"nodes' pods, and never every pod. 0 watches every pod at all times, as kube-controller-manager does; "+
+			"so does --dry-run.")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun,
 		"Write nothing to Nodes or Pods: judge, guard and count down as usual beside the controller that decides, "+
 			"and record what would have been done, and where that controller did otherwise, in --dry-run-record "+
