@@ -94,7 +94,9 @@ type NodeHealthPolicySpec struct {
 	// MaxUnhealthy is how many of the pool's nodes, as a number or a
 	// percentage, may be unhealthy before the pool's breaker trips: while
 	// more are, no node of the pool is tainted NoExecute and no pod is
-	// evicted from it. Default 50%.
+	// evicted from it. A percentage rounds up, so that a small pool may
+	// lose a node (25% of two nodes is one); 0 or 0% trips at the first.
+	// Default 50%.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="maxUnhealthy must be a number of nodes at least 0 or a percentage from 0% to 100%"
 	// +optional

@@ -145,7 +145,7 @@ func (cs *census) fadingByPool(names []string) (byPool map[string]int, judged ma
 	judged = make(map[string]struct{}, len(names))
 	for _, name := range names {
 		st, ok := cs.nodes[name]
-		if ok && st.Maintenance {
+		if ok && (st.Maintenance || st.Planned) {
 			continue
 		}
 		judged[name] = struct{}{}

@@ -53,7 +53,9 @@ func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) 
 	if frozen, _ := h.freeze.Frozen(); frozen {
 		return false
 	}
-	if kept != nil {
+	if kept != nil && (kept.ClearSince.IsZero() || now.Sub(kept.ClearSince) < h.freeze.Cooldown) {
+		// A kept freeze whose cooldown would have run out by now ended,
+		// whoever was there to see it.
 		h.freeze.Restore(*kept)
 		if frozen, _ := h.freeze.Frozen(); frozen {
 			return true

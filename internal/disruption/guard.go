@@ -37,6 +37,11 @@ type NodeStatus struct {
 	// and its NoExecute taint and evictions are held, as for a node going
 	// quiet on purpose. A Ready node in maintenance is counted as Ready.
 	Maintenance bool
+	// Planned is true while a maintenance condition says the node's
+	// silence, if it falls silent, is planned: it never counts as going
+	// quiet, nor as silent, for the freeze or a breaker, though it counts
+	// as Ready until it is marked down.
+	Planned bool
 	// SilentSince is when the node's grace period ran out without a
 	// heartbeat; zero while it heartbeats.
 	SilentSince time.Time
@@ -182,7 +187,7 @@ func (g *Guard) record(name string, st NodeStatus, c *Change) bool {
 	}
 	g.census.set(name, old, known, st, c)
 	silentSince := st.SilentSince
-	if st.Maintenance {
+	if st.Maintenance || st.Planned {
 		// A planned silence is no sign of a partition.
 		silentSince = time.Time{}
 	}
@@ -213,9 +218,18 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 // first of them is tainted. decided is how many nodes are known to live or
 // to be going quiet: once every node is, the wait after Seed ends.
 func (g *Guard) Tick(fading []string, decided int, now time.Time) Change {
+	return g.TickApart(fading, fading, decided, now)
+}
+
+// TickApart is Tick with the nodes fading for the partition freeze and for
+// the pools' breakers told apart: a pool judges its nodes by its own grace,
+// the freeze judges every node on one clock, so that a partition that cuts
+// pools of different graces at once is seen at once.
+func (g *Guard) TickApart(freezeFading, poolFading []string, decided int, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	byPool, n := g.census.fadingByPool(fading)
+	_, n := g.census.fadingByPool(freezeFading)
+	byPool, _ := g.census.fadingByPool(poolFading)
 	g.cluster.setFading(n)
 	g.pools.setFading(byPool)
 	var c Change

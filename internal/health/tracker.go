@@ -249,6 +249,12 @@ type Quiet struct {
 	// nodes already marked when first observed, are not fading: their
 	// silence is old news, not part of what is happening now.
 	Fading []string
+	// FadingNow names the nodes fading on the window's clock, for the
+	// partition freeze: as Fading, but from half the shorter of their
+	// grace and the window. Nodes of pools with a long grace, cut off with
+	// the others, are counted with them, not when their own grace is half
+	// run.
+	FadingNow []string
 	// Decided counts the judged nodes whose liveness is known: heard since
 	// first observed, already marked then, or fading. Until every node is,
 	// a controller that has just started cannot tell a partition from a
@@ -274,6 +280,9 @@ func (t *Tracker) Quiet(now time.Time, window time.Duration) Quiet {
 		fading := quiet >= e.grace/2 && quiet <= e.grace+window
 		if fading {
 			q.Fading = append(q.Fading, name)
+		}
+		if quiet >= min(e.grace, window)/2 && quiet <= e.grace+window {
+			q.FadingNow = append(q.FadingNow, name)
 		}
 		if fading || e.heard || quiet > e.grace+window {
 			q.Decided++

@@ -15,14 +15,7 @@ import (
 const AnnotationFreeze = "health.nodelifecycle.io/partition-freeze"
 
 // EncodeFreeze returns the annotation's value for a freeze record.
-func EncodeFreeze(r disruption.Record) string {
-	b, err := json.Marshal(r)
-	if err != nil {
-		// A struct of times always marshals.
-		panic(err)
-	}
-	return string(b)
-}
+func EncodeFreeze(r disruption.Record) string { return encode(r) }
 
 // DecodeFreeze reads a freeze record from the annotation's value. A value
 // that does not parse is an error: the caller decides what to make of it.

@@ -41,12 +41,20 @@ type Model struct {
 	// tainted names the nodes last seen with a lifecycle NoExecute taint:
 	// with the nodes not judged healthy, what the safety resync checks.
 	tainted map[string]struct{}
+	// confirmed holds when each node's silence was last confirmed from a
+	// live read (Confirm), for Fresh.
+	confirmed map[string]time.Time
 }
+
+// freshFor is how long a silence confirmed from a live read stands without
+// another: the look that follows a mark marks the node's pods without
+// reading the node again.
+const freshFor = time.Second
 
 // New returns a model of no nodes.
 func New(tracker *health.Tracker, guard *disruption.Guard, window time.Duration) *Model {
 	return &Model{Tracker: tracker, Guard: guard, Window: window,
-		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{})}
+		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time)}
 }
 
 // Input is one look at a node: the node and its Lease as read, the settings
@@ -135,10 +143,10 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
 	for _, node := range nodes {
 		s := settings(node)
-		_, held := m.maintenance(node, s, now)
+		w, held := m.maintenance(node, s, now)
 		// Nothing is heard yet: a node already marked counts as silent
 		// since its mark, unless its maintenance holds it.
-		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, held, now)
+		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, w, held, now)
 	}
 	return m.Guard.Seed(statuses, kept, now)
 }
@@ -193,7 +201,7 @@ func (m *Model) Look(in Input) Decision {
 		// count towards a freeze or a breaker. Its mark waits too.
 		counted.Expired = false
 	}
-	d.Change = merge(d.Change, m.Guard.Update(node.Name, m.status(node, counted, in.Settings.Pool, heardAt, d.InMaintenance, now), now))
+	d.Change = merge(d.Change, m.Guard.Update(node.Name, m.status(node, counted, in.Settings.Pool, heardAt, d.Maintenance, d.InMaintenance, now), now))
 	if counted.Expired {
 		if _, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now)); changed {
 			// The node waits for no taint until it is marked: a mark
@@ -303,7 +311,23 @@ func (m *Model) TaintFailed(name string, w *TaintWrite) []string {
 func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace health.Grace, now time.Time) (health.Verdict, bool) {
 	obs := m.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
 	v := health.Judge(node, obs.LastHeartbeat, grace, now)
-	return v, !obs.Renewed && v.Expired
+	silent := !obs.Renewed && v.Expired
+	if silent {
+		m.mu.Lock()
+		m.confirmed[node.Name] = now
+		m.mu.Unlock()
+	}
+	return v, silent
+}
+
+// Fresh reports whether the node's silence was confirmed from a live read
+// within the last second, and nothing was heard of it since: a write that
+// follows needs no live read of its own.
+func (m *Model) Fresh(name string, now time.Time) bool {
+	m.mu.Lock()
+	at, ok := m.confirmed[name]
+	m.mu.Unlock()
+	return ok && now.Sub(at) < freshFor && m.Tracker.HeardAt(name).Before(at)
 }
 
 // HeardLive reports whether the node's Lease, read live, or what the
@@ -360,7 +384,7 @@ func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
 		return c
 	}
 	q := m.Tracker.Quiet(now, m.Window)
-	return merge(c, m.Guard.Tick(q.Fading, q.Decided, now))
+	return merge(c, m.Guard.TickApart(q.FadingNow, q.Fading, q.Decided, now))
 }
 
 // Excuse takes a span during which the controller could not reach the
@@ -387,6 +411,7 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 	m.mu.Lock()
 	delete(m.pods, name)
 	delete(m.tainted, name)
+	delete(m.confirmed, name)
 	m.mu.Unlock()
 	uid, state, ok := m.Tracker.Forget(name)
 	return c, Forgotten{Known: ok, UID: uid, State: state}

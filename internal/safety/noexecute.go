@@ -78,8 +78,8 @@ type TaintWrite struct {
 func (w *TaintWrite) Apply(node *corev1.Node) *corev1.Node {
 	out := node.DeepCopy()
 	out.Spec.Taints = w.Taints
-	setAnnotation(out, AnnotationCountdown, w.Countdown != nil, func() string { return w.Countdown.encode() })
-	setAnnotation(out, AnnotationMaintenanceGrace, w.Grace != nil, func() string { return w.Grace.encode() })
+	setAnnotation(out, AnnotationCountdown, w.Countdown != nil, func() string { return encode(w.Countdown) })
+	setAnnotation(out, AnnotationMaintenanceGrace, w.Grace != nil, func() string { return encode(w.Grace) })
 	return out
 }
 

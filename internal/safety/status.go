@@ -26,9 +26,15 @@ import (
 //
 // A Ready node counts as Ready in every count, whatever its maintenance
 // conditions: only a node its maintenance holds, one that is down, leaves
-// the counts (held is true only for such a node).
-func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt time.Time, held bool, now time.Time) disruption.NodeStatus {
-	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node)}
+// the counts. A node in maintenance whose grace has not run out, down or
+// not yet, falls silent as planned: its silence is not counted towards a
+// freeze or a breaker. w is the node's maintenance window, and held whether
+// it holds the node.
+func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt time.Time, w maintenance.Window, held bool, now time.Time) disruption.NodeStatus {
+	// A node in maintenance whose grace has not begun (it is Ready) or not
+	// run out.
+	planned := w.In() && (w.Until.IsZero() || held)
+	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node), Planned: planned}
 	ready := health.ReadyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionTrue {
 		st.Ready = true
@@ -51,6 +57,14 @@ func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt
 	return st
 }
 
+// stampSlack is how far a time this controller wrote into the API can run
+// ahead of one written at the same moment by another writer: a taint's
+// timeAdded is stamped a time the apiserver's clock has surely not reached
+// (up to about two seconds ahead), and a condition's lastTransitionTime is
+// kept in whole seconds. A countdown that began within it of a maintenance
+// may have begun before it.
+const stampSlack = 3 * time.Second
+
 // maintenance returns the node's maintenance window and whether it holds
 // the node at now.
 //
@@ -72,7 +86,7 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 		return w, false
 	}
 	if start := countdownSince(node); !start.IsZero() {
-		if start = start.Add(skew); !start.Before(w.Since) && (w.Until.IsZero() || start.Before(w.Until)) {
+		if start = start.Add(skew); !start.Before(w.Since.Add(stampSlack)) && (w.Until.IsZero() || start.Before(w.Until)) {
 			w.Until = start
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
 )
 
 func TestStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
@@ -33,7 +34,7 @@ func TestStatusCarriesAMarkOverToTheLocalClock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			now := apiNow.Add(tc.localAhead)
 			m := &Model{skew: tc.localAhead}
-			st := m.status(markedAgo(tc.age), health.Verdict{}, "", time.Time{}, false, now)
+			st := m.status(markedAgo(tc.age), health.Verdict{}, "", time.Time{}, maintenance.Window{}, false, now)
 			if got := now.Sub(st.SilentSince); got != tc.want {
 				t.Errorf("silent for %v by the local clock, want %v", got, tc.want)
 			}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -27,6 +31,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
@@ -92,6 +97,23 @@ var _ = BeforeSuite(func() {
 	Expect(v1alpha1.AddToScheme(clientgoscheme.Scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
+})
+
+// Each spec starts from a cluster that keeps no partition freeze: a freeze
+// a controller of an earlier spec kept on the kube-node-lease Namespace when
+// it stopped would be carried on by the next, as a new leader carries it on.
+var _ = BeforeEach(func() {
+	ns := &corev1.Namespace{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns)
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	if _, kept := ns.Annotations[safety.AnnotationFreeze]; !kept {
+		return
+	}
+	forget := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, safety.AnnotationFreeze)
+	Expect(k8s.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, forget))).To(Succeed())
 })
 
 var _ = AfterSuite(func() {

@@ -36,15 +36,18 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, no
 	if len(todo) == 0 {
 		return nil
 	}
-	// Read it live first: a node that came back while the watch lagged
-	// must not lose its pods' traffic, nor fight its kubelet.
-	live, lease, err := r.readLive(ctx, node.Name)
-	if err != nil {
-		return err
-	}
-	if !r.model().Silent(live, lease, r.settings(ctx, live).Grace.Monitor, r.Clock.Now()) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Node is back, read live; not marking its pods NotReady")
-		return nil
+	// Read it live first, unless the mark just did: a node that came back
+	// while the watch lagged must not lose its pods' traffic, nor fight
+	// its kubelet.
+	if !r.model().Fresh(node.Name, r.Clock.Now()) {
+		live, lease, err := r.readLive(ctx, node.Name)
+		if err != nil {
+			return err
+		}
+		if !r.model().Silent(live, lease, r.settings(ctx, live).Grace.Monitor, r.Clock.Now()) {
+			ctrl.LoggerFrom(ctx).V(1).Info("Node is back, read live; not marking its pods NotReady")
+			return nil
+		}
 	}
 	return parallel.ForEach(todo, podWorkers, func(pod *corev1.Pod) error {
 		if err := r.markPodNotReady(ctx, pod, now); err != nil {

@@ -97,7 +97,7 @@ func (o *observer) fail(inv, format string, args ...any) {
 // a heartbeat land within its grace: nothing destructive may touch it.
 func (o *observer) live(name string) bool {
 	k := o.w.kubelet(name)
-	return k.alive && k.ready && o.w.now.Sub(k.landed) < o.w.cfg.Grace
+	return k.alive && k.ready && o.w.now.Sub(k.landed) < o.w.graceOf(k)
 }
 
 func (o *observer) marked(string) {}
@@ -207,7 +207,10 @@ func (o *observer) partition(cs *controllers) {
 			continue
 		}
 		judged++
-		if !k.alive {
+		// A node in maintenance whose grace has not begun falls silent as
+		// planned.
+		_, down := o.notReadyInMaintenance[k.name]
+		if !k.alive && (!k.maintenance || down) {
 			deaths = append(deaths, k)
 		}
 	}

@@ -336,7 +336,7 @@ func (c *controller) look(name string) {
 	}
 	if d.MarkPods && c.canWrite() {
 		todo := c.model.PodsToMark(node, w.pods[name])
-		if len(todo) > 0 && !c.model.Silent(w.nodes[name], w.leases[name], s.Grace.Monitor, now) {
+		if len(todo) > 0 && !c.model.Fresh(name, now) && !c.model.Silent(w.nodes[name], w.leases[name], s.Grace.Monitor, now) {
 			// Its Lease read live first: a node back while the watch lags
 			// keeps its pods' readiness.
 			todo = nil
@@ -384,7 +384,7 @@ func (c *controller) evict() {
 			if eviction.IsLifecycleTaint(d.Taint) && !confirmed {
 				// The node and its Lease read live before evicting for
 				// its failure.
-				if c.model.Back(w.nodes[k.name], w.leases[k.name], w.cfg.Grace, now) {
+				if c.model.Back(w.nodes[k.name], w.leases[k.name], w.graceOf(k), now) {
 					break
 				}
 				confirmed = true

@@ -155,6 +155,17 @@ func TestFindingASmallPoolEvictsItsOneDeadNode(t *testing.T) {
 	expectHolds(t, cfg, Sequence{{At: s(10), Kind: Kill, Node: 11}})
 }
 
+// Finding 10: one partition that cuts pools of different graces at once is
+// frozen at once, not seen as two smaller losses.
+func TestFindingAPartitionAcrossPoolsOfDifferentGracesIsFrozen(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Zones, cfg.PoolNodes, cfg.PoolGrace = 20, 2, 10, 5*time.Minute
+	cfg.PoolMaxUnhealthy = intstr.FromString("100%")
+	expectHolds(t, cfg, Sequence{
+		{At: s(10), Kind: Partition, Nodes: append(nodes(0, 8), nodes(10, 18)...)},
+	})
+}
+
 // Finding 11: an outage neither starts a freeze nor restarts the countdown
 // of a node tainted before it.
 func TestFindingAnOutageRestartsNoCountdown(t *testing.T) {

@@ -25,6 +25,8 @@ type Config struct {
 	// the pool "p", whose breaker is PoolMaxUnhealthy.
 	PoolNodes        int
 	PoolMaxUnhealthy intstr.IntOrString
+	// PoolGrace is the grace of the pool's nodes; 0 means Grace.
+	PoolGrace time.Duration
 	// PodsPerNode: pod 0 of a node tolerates unreachable and not-ready for
 	// TolerationSeconds, the others not at all (EvictionTimeout).
 	PodsPerNode       int
@@ -71,7 +73,7 @@ func ConfigFor(seed uint64) Config {
 		cfg.Nodes, cfg.Zones, cfg.PoolNodes = 6, 2, 2
 	case 2:
 		cfg.Nodes, cfg.Zones, cfg.PoolNodes = 20, 4, 6
-		cfg.PoolMaxUnhealthy = intstr.FromString("25%")
+		cfg.PoolMaxUnhealthy, cfg.PoolGrace = intstr.FromString("25%"), 90*time.Second
 	case 3:
 		cfg.Nodes, cfg.Zones, cfg.PoolNodes = 10, 1, 0
 		cfg.FreezeCooldown = time.Minute
@@ -214,8 +216,17 @@ func (w *world) settings(node *corev1.Node) policy.Settings {
 	if k := w.kubelet(node.Name); k != nil && k.pool != "" {
 		s.Pool = k.pool
 		s.Disruption = w.pool()
+		s.Grace = health.Grace{Monitor: w.graceOf(k), Startup: w.graceOf(k)}
 	}
 	return s
+}
+
+// graceOf returns the grace of a node's pool.
+func (w *world) graceOf(k *kubelet) time.Duration {
+	if k.pool != "" && w.cfg.PoolGrace > 0 {
+		return w.cfg.PoolGrace
+	}
+	return w.cfg.Grace
 }
 
 // defaults are the disruption settings of the nodes no policy selects.

@@ -31,30 +31,12 @@ type Countdown struct {
 // Served returns the time served as a duration.
 func (c Countdown) Served() time.Duration { return time.Duration(c.ServedSeconds) * time.Second }
 
-// encode returns the annotation's value.
-func (c Countdown) encode() string {
-	b, err := json.Marshal(c)
-	if err != nil {
-		// A struct of a time and an integer always marshals.
-		panic(err)
-	}
-	return string(b)
-}
-
 // CountdownOf returns the countdown recorded on the node, and whether there
 // is one. A record that does not parse is no record: the countdown then
 // starts again when the taint returns, which keeps pods longer, never
 // shorter.
 func CountdownOf(node *corev1.Node) (Countdown, bool) {
-	v, ok := node.Annotations[AnnotationCountdown]
-	if !ok {
-		return Countdown{}, false
-	}
-	var c Countdown
-	if err := json.Unmarshal([]byte(v), &c); err != nil || c.Started.IsZero() || c.ServedSeconds < 0 {
-		return Countdown{}, false
-	}
-	return c, true
+	return recordOf(node, AnnotationCountdown, func(c Countdown) bool { return !c.Started.IsZero() && c.ServedSeconds >= 0 })
 }
 
 // countdownSince returns when the node's eviction countdown last began or
@@ -90,25 +72,31 @@ type MaintenanceGrace struct {
 	Until time.Time `json:"until"`
 }
 
-func (g MaintenanceGrace) encode() string {
-	b, err := json.Marshal(g)
-	if err != nil {
-		// A struct of times always marshals.
-		panic(err)
-	}
-	return string(b)
-}
-
 // MaintenanceGraceOf returns the maintenance grace recorded on the node, and
 // whether there is one; a record that does not parse is none.
 func MaintenanceGraceOf(node *corev1.Node) (MaintenanceGrace, bool) {
-	v, ok := node.Annotations[AnnotationMaintenanceGrace]
-	if !ok {
-		return MaintenanceGrace{}, false
+	return recordOf(node, AnnotationMaintenanceGrace, func(g MaintenanceGrace) bool { return !g.Until.IsZero() })
+}
+
+// recordOf reads the record kept in the node's annotation key, and reports
+// whether there is one that parses and that valid accepts.
+func recordOf[T any](node *corev1.Node, key string, valid func(T) bool) (T, bool) {
+	var r T
+	v, ok := node.Annotations[key]
+	if !ok || json.Unmarshal([]byte(v), &r) != nil || !valid(r) {
+		var none T
+		return none, false
 	}
-	var g MaintenanceGrace
-	if err := json.Unmarshal([]byte(v), &g); err != nil || g.Until.IsZero() {
-		return MaintenanceGrace{}, false
+	return r, true
+}
+
+// encode returns a record as an annotation's value.
+func encode(r any) string {
+	b, err := json.Marshal(r)
+	if err != nil {
+		// The records are structs of times and integers, which always
+		// marshal.
+		panic(err)
 	}
-	return g, true
+	return string(b)
 }

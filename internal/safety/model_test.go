@@ -1,0 +1,192 @@
+package safety
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+)
+
+var settings = policy.Settings{
+	Grace:              health.Grace{Monitor: 40 * time.Second, Startup: time.Minute},
+	PodEvictionTimeout: 5 * time.Minute,
+	MaintenanceGrace:   time.Hour,
+}
+
+func newModel() *Model {
+	return New(health.NewTracker(), disruption.NewGuard(disruption.Config{
+		Rates:                  disruption.Rates{Normal: 1, Secondary: 0.1, LargeClusterSizeThreshold: 50},
+		UnhealthyZoneThreshold: 0.55, FreezeThreshold: 0.6, FreezeWindow: 40 * time.Second, FreezeCooldown: 40 * time.Second,
+	}), 40*time.Second)
+}
+
+// alive is when the nodes of these tests last heartbeat, and marked when
+// the dead ones were marked.
+var (
+	alive  = t0.Add(time.Minute)
+	marked = alive.Add(settings.Grace.Monitor)
+)
+
+// node returns a node of zone z whose Ready condition has the given status
+// since since, and a heartbeat at alive, with the given extra conditions.
+func node(name string, ready corev1.ConditionStatus, since time.Time, extra ...corev1.NodeCondition) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
+		Labels: map[string]string{corev1.LabelTopologyZone: "z"}}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
+		LastHeartbeatTime: metav1.NewTime(alive), LastTransitionTime: metav1.NewTime(since)}}
+	if ready == corev1.ConditionUnknown {
+		// Marked as the controller marks: every condition it owns Unknown.
+		n.Status.Conditions[0].Status = corev1.ConditionTrue
+		n.Status.Conditions, _ = health.MarkUnknown(n.Status.Conditions, n.CreationTimestamp, metav1.NewTime(since))
+	}
+	n.Status.Conditions = append(n.Status.Conditions, extra...)
+	return n
+}
+
+func lease(name string, renewed time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: name},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), RenewTime: &metav1.MicroTime{Time: renewed}}}
+}
+
+// look has the model look at a node at now, with the node's Lease.
+func look(m *Model, n *corev1.Node, now time.Time) Decision {
+	return m.Look(Input{Node: n, Lease: lease(n.Name, t0), Settings: settings, Now: now, Stamp: now})
+}
+
+// beat has the model hear a heartbeat of each node at at.
+func beat(m *Model, at time.Time, nodes ...*corev1.Node) {
+	for _, n := range nodes {
+		n = n.DeepCopy()
+		health.ReadyCondition(n).LastHeartbeatTime = metav1.NewTime(at)
+		m.Tracker.HeardNode(n, at)
+	}
+}
+
+// seed seeds the model with the nodes at t0, has it look at each then, and
+// hear each at alive, which ends its wait after start.
+func seed(t *testing.T, m *Model, nodes ...*corev1.Node) {
+	t.Helper()
+	m.Seed(nodes, func(*corev1.Node) policy.Settings { return settings }, nil, t0, t0)
+	for _, n := range nodes {
+		early := n.DeepCopy()
+		health.ReadyCondition(early).LastHeartbeatTime = metav1.NewTime(t0)
+		look(m, early, t0)
+	}
+	for _, n := range nodes {
+		look(m, n, alive)
+	}
+	if c := m.Tick(alive, false); !c.Decided {
+		t.Fatalf("the wait after start did not end: %+v", c)
+	}
+}
+
+// A node in maintenance that is still Ready counts as Ready: three real
+// deaths beside six drained spares are a third of the zone, not three of
+// four, and are tainted.
+func TestReadyNodesInMaintenanceCountAsReady(t *testing.T) {
+	m := newModel()
+	drained := corev1.NodeCondition{Type: corev1.NodeDrained, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}
+	var nodes []*corev1.Node
+	for i := range 6 {
+		nodes = append(nodes, node(fmt.Sprint("spare-", i), corev1.ConditionTrue, t0, drained))
+	}
+	for i := range 4 {
+		nodes = append(nodes, node(fmt.Sprint("n-", i), corev1.ConditionTrue, t0))
+	}
+	seed(t, m, nodes...)
+
+	beat(m, marked, append(nodes[:6:6], nodes[9])...)
+	var ds []Decision
+	for i := range 3 {
+		ds = append(ds, look(m, node(fmt.Sprint("n-", i), corev1.ConditionUnknown, marked), marked))
+	}
+	if z := m.Guard.Zone(disruption.ZoneID{Zone: "/z"}); z.State != disruption.ZoneNormal || z.Ready != 7 || z.NotReady != 3 {
+		t.Fatalf("zone = %+v, want Normal with 7 Ready and 3 not", z)
+	}
+	for i, d := range ds {
+		if d.Held != "" {
+			t.Errorf("dead node %d held: %s", i, d.Held)
+		}
+	}
+	if w := ds[0].Write; w == nil || w.Added != corev1.TaintNodeUnreachable {
+		t.Errorf("the first dead node's write = %+v, want it tainted", w)
+	}
+	if ds[2].Waiting != disruption.HeldRate {
+		t.Errorf("the third dead node waits for %q, want its zone's rate", ds[2].Waiting)
+	}
+}
+
+// Pods are marked NotReady only on a node the controller found silent: a
+// kubelet that reports Ready=False keeps its pods' readiness.
+func TestPodsAreMarkedOnlyOnSilentNodes(t *testing.T) {
+	m := newModel()
+	seed(t, m, node("a", corev1.ConditionTrue, t0), node("b", corev1.ConditionTrue, t0), node("c", corev1.ConditionTrue, t0))
+	if d := look(m, node("a", corev1.ConditionFalse, alive), alive); d.MarkPods || d.Want != corev1.TaintNodeNotReady {
+		t.Fatalf("Ready=False: mark pods %v, want %q; want no pods marked and a not-ready taint", d.MarkPods, d.Want)
+	}
+	beat(m, marked, node("a", corev1.ConditionFalse, alive), node("c", corev1.ConditionTrue, t0))
+	silent := node("b", corev1.ConditionUnknown, marked)
+	if d := look(m, silent, marked); !d.MarkPods {
+		t.Fatal("Unknown: pods not marked")
+	}
+	pods := []corev1.Pod{readyPod("p1"), readyPod("p2")}
+	m.PodMarked(silent, "p1")
+	if got := m.PodsToMark(silent, pods); len(got) != 1 || got[0].UID != "p2" {
+		t.Fatalf("pods to mark = %v, want only p2: p1 was marked in this silence", got)
+	}
+	if got := m.PodsToMark(node("b", corev1.ConditionUnknown, marked.Add(time.Minute)), pods); len(got) != 2 {
+		t.Fatalf("pods to mark in a new silence = %d, want both", len(got))
+	}
+}
+
+func readyPod(uid string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return p
+}
+
+// The safety resync looks again at a node short of its taint with nothing
+// to wait for, and at a Ready node that kept one; not at a held one.
+func TestStray(t *testing.T) {
+	m := newModel()
+	var nodes []*corev1.Node
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		nodes = append(nodes, node(name, corev1.ConditionTrue, t0))
+	}
+	seed(t, m, nodes...)
+	later := marked
+	beat(m, later, nodes[1:]...)
+	dead := node("a", corev1.ConditionUnknown, later)
+	look(m, dead, later)
+	if !m.Stray(dead, settings, later) {
+		t.Error("a dead node under no hold, without its taint, is not stray")
+	}
+	tainted := dead.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{noExecute(corev1.TaintNodeUnreachable, later)}
+	if m.Stray(tainted, settings, later) {
+		t.Error("a dead node with its taint is stray")
+	}
+	back := node("b", corev1.ConditionTrue, later)
+	back.Spec.Taints = tainted.Spec.Taints
+	if !m.Stray(back, settings, later) {
+		t.Error("a Ready node that kept its taint is not stray")
+	}
+	maintained := node("c", corev1.ConditionUnknown, later,
+		corev1.NodeCondition{Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(later)})
+	look(m, maintained, later)
+	if m.Stray(maintained, settings, later.Add(time.Minute)) {
+		t.Error("a node held for its maintenance is stray within its grace")
+	}
+	if !m.Stray(maintained, settings, later.Add(2*time.Hour)) {
+		t.Error("a node whose maintenance grace ran out since its last look is not stray")
+	}
+}
