@@ -53,9 +53,11 @@ func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) 
 	if frozen, _ := h.freeze.Frozen(); frozen {
 		return false
 	}
-	if kept != nil && (kept.ClearSince.IsZero() || now.Sub(kept.ClearSince) < h.freeze.Cooldown) {
-		// A kept freeze whose cooldown would have run out by now ended,
-		// whoever was there to see it.
+	if kept != nil {
+		// Taken up however old: the record may lag the freeze it keeps (a
+		// cooldown called off, but not written down before the leader
+		// died), and a freeze that has ended ends again once every node is
+		// decided.
 		h.freeze.Restore(*kept)
 		if frozen, _ := h.freeze.Frozen(); frozen {
 			return true
@@ -66,6 +68,9 @@ func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) 
 
 // setFading records the nodes that went quiet within the freeze window.
 func (h *clusterHold) setFading(names map[string]struct{}) { h.fading = names }
+
+// notFading takes a node out of those going quiet until the next tick.
+func (h *clusterHold) notFading(name string) { delete(h.fading, name) }
 
 // settle re-evaluates the halt, given whether every zone is fully
 // disrupted, and the freeze over the total nodes, noting in c what started

@@ -188,8 +188,11 @@ func (g *Guard) record(name string, st NodeStatus, c *Change) bool {
 	g.census.set(name, old, known, st, c)
 	silentSince := st.SilentSince
 	if st.Maintenance || st.Planned {
-		// A planned silence is no sign of a partition.
+		// A planned silence is no sign of a partition, from the moment it
+		// is known: nor is the node going quiet, whatever the last tick
+		// counted.
 		silentSince = time.Time{}
+		g.cluster.notFading(name)
 	}
 	g.cluster.silence(name, silentSince)
 	return true
