@@ -142,6 +142,10 @@ func (cs *census) poolCounts(pool string) Counts {
 // no pool, and nodes in maintenance in neither.
 func (cs *census) fadingByPool(names []string) (byPool map[string]int, judged map[string]struct{}) {
 	byPool = make(map[string]int)
+	if len(names) == 0 {
+		// A healthy fleet, at every tick: nothing to keep.
+		return byPool, nil
+	}
 	judged = make(map[string]struct{}, len(names))
 	for _, name := range names {
 		st, ok := cs.nodes[name]

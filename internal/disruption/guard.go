@@ -221,18 +221,26 @@ func (g *Guard) Remove(name string, now time.Time) Change {
 // first of them is tainted. decided is how many nodes are known to live or
 // to be going quiet: once every node is, the wait after Seed ends.
 func (g *Guard) Tick(fading []string, decided int, now time.Time) Change {
-	return g.TickApart(fading, fading, decided, now)
+	return g.TickSooner(fading, nil, decided, now)
 }
 
-// TickApart is Tick with the nodes fading for the partition freeze and for
-// the pools' breakers told apart: a pool judges its nodes by its own grace,
-// the freeze judges every node on one clock, so that a partition that cuts
-// pools of different graces at once is seen at once.
-func (g *Guard) TickApart(freezeFading, poolFading []string, decided int, now time.Time) Change {
+// TickSooner is Tick with sooner, the nodes that fade for the partition
+// freeze before they fade for their pool's breaker: a pool judges its nodes
+// by its own grace, the freeze judges every node on one clock, so that a
+// partition that cuts pools of different graces at once is seen at once.
+func (g *Guard) TickSooner(fading, sooner []string, decided int, now time.Time) Change {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, n := g.census.fadingByPool(freezeFading)
-	byPool, _ := g.census.fadingByPool(poolFading)
+	byPool, n := g.census.fadingByPool(fading)
+	if len(sooner) > 0 {
+		_, more := g.census.fadingByPool(sooner)
+		if n == nil {
+			n = make(map[string]struct{}, len(more))
+		}
+		for name := range more {
+			n[name] = struct{}{}
+		}
+	}
 	g.cluster.setFading(n)
 	g.pools.setFading(byPool)
 	var c Change

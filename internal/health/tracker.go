@@ -18,6 +18,13 @@ import (
 type Tracker struct {
 	mu    sync.Mutex
 	nodes map[string]*entry
+	// quietFrom holds, for the nodes not heard since a refresh
+	// (RefreshAll), when they last showed life to the partition freeze:
+	// the refresh moved their last heartbeat, and a refresh gives a new
+	// grace to mark a node but does not make a node silent for long one
+	// going quiet now. It is kept apart, and empty but after a refresh, so
+	// that a heartbeat costs no more than recording itself.
+	quietFrom map[string]time.Time
 }
 
 type entry struct {
@@ -28,18 +35,11 @@ type entry struct {
 	// first: the deadline moves with every heartbeat heard, judged or not.
 	grace time.Duration
 	state State
-	// heard is true once a heartbeat was heard after the first
-	// observation: the node is known to be alive since the controller
-	// started watching it. heardAt is when the last was heard; unlike
-	// lastHeartbeat, neither an excused outage nor a refresh moves it.
-	heard   bool
+	// heardAt is when a heartbeat was last heard after the first
+	// observation, zero while none was: the node is known to be alive
+	// since the controller started watching it. Unlike lastHeartbeat,
+	// neither an excused outage nor a refresh moves it.
 	heardAt time.Time
-	// quietFrom is when the node last showed life to the partition freeze:
-	// its first observation or its last heartbeat heard, moved on by the
-	// outages excused as lastHeartbeat is, but not by a refresh, which
-	// gives a new grace to mark a node but does not make a node silent for
-	// long one going quiet now.
-	quietFrom time.Time
 	// datedByMark is true, until a heartbeat is heard, for a node already
 	// marked when first observed: its silence began before this process,
 	// and is dated by its mark (the freeze's count of silences), not taken
@@ -77,13 +77,15 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 			e = &entry{}
 			t.nodes[name] = e
 		}
-		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, quietFrom: now, state: e.state, datedByMark: p.ReadyUnknown}
+		*e = entry{uid: uid, pulse: p, lastHeartbeat: now, state: e.state, datedByMark: p.ReadyUnknown}
+		t.heard(name)
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
 		e.lastHeartbeat = now
 		e.pulse = p
-		e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
+		e.heardAt, e.datedByMark = now, false
+		t.heard(name)
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}
 	// A Lease that disappeared is remembered as gone, so that a new one
@@ -110,7 +112,8 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 		return false
 	}
 	e.pulse, e.lastHeartbeat = p, now
-	e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
+	e.heardAt, e.datedByMark = now, false
+	t.heard(name)
 	return true
 }
 
@@ -128,7 +131,8 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
 		return false
 	}
 	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
-	e.heard, e.heardAt, e.quietFrom, e.datedByMark = true, now, now, false
+	e.heardAt, e.datedByMark = now, false
+	t.heard(node.Name)
 	return true
 }
 
@@ -165,7 +169,7 @@ func (t *Tracker) Heard(name string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.nodes[name]
-	return ok && e.heard
+	return ok && !e.heardAt.IsZero()
 }
 
 // Tracked reports whether the tracker knows the node, under this UID.
@@ -181,7 +185,7 @@ func (t *Tracker) Tracked(name string, uid types.UID) bool {
 func (t *Tracker) HeardAt(name string) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e, ok := t.nodes[name]; ok && e.heard {
+	if e, ok := t.nodes[name]; ok {
 		return e.heardAt
 	}
 	return time.Time{}
@@ -204,9 +208,32 @@ func (t *Tracker) Healthy(name string) bool {
 func (t *Tracker) RefreshAll(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.nodes {
+	if t.quietFrom == nil {
+		t.quietFrom = make(map[string]time.Time, len(t.nodes))
+	}
+	for name, e := range t.nodes {
+		if _, kept := t.quietFrom[name]; !kept {
+			t.quietFrom[name] = e.lastHeartbeat
+		}
 		e.lastHeartbeat = now
 	}
+}
+
+// heard forgets the quiet time a refresh kept of a node that has shown life
+// since. Called with mu held.
+func (t *Tracker) heard(name string) {
+	if len(t.quietFrom) > 0 {
+		delete(t.quietFrom, name)
+	}
+}
+
+// quietSince returns when the node last showed life to the partition
+// freeze. Called with mu held.
+func (t *Tracker) quietSince(name string, e *entry) time.Time {
+	if q, ok := t.quietFrom[name]; ok {
+		return q
+	}
+	return e.lastHeartbeat
 }
 
 // Excuse discounts a span during which the controller could not see the
@@ -220,7 +247,9 @@ func (t *Tracker) Excuse(from, to time.Time) {
 	defer t.mu.Unlock()
 	for _, e := range t.nodes {
 		e.lastHeartbeat = excused(e.lastHeartbeat, from, to)
-		e.quietFrom = excused(e.quietFrom, from, to)
+	}
+	for name, q := range t.quietFrom {
+		t.quietFrom[name] = excused(q, from, to)
 	}
 }
 
@@ -249,12 +278,12 @@ type Quiet struct {
 	// nodes already marked when first observed, are not fading: their
 	// silence is old news, not part of what is happening now.
 	Fading []string
-	// FadingNow names the nodes fading on the window's clock, for the
-	// partition freeze: as Fading, but from half the shorter of their
+	// FadingSooner names the nodes not in Fading that fade on the window's
+	// clock, for the partition freeze: from half the shorter of their
 	// grace and the window. Nodes of pools with a long grace, cut off with
 	// the others, are counted with them, not when their own grace is half
 	// run.
-	FadingNow []string
+	FadingSooner []string
 	// Decided counts the judged nodes whose liveness is known: heard since
 	// first observed, already marked then, or fading. Until every node is,
 	// a controller that has just started cannot tell a partition from a
@@ -276,15 +305,14 @@ func (t *Tracker) Quiet(now time.Time, window time.Duration) Quiet {
 			q.Decided++
 			continue
 		}
-		quiet := now.Sub(e.quietFrom)
+		quiet := now.Sub(t.quietSince(name, e))
 		fading := quiet >= e.grace/2 && quiet <= e.grace+window
 		if fading {
 			q.Fading = append(q.Fading, name)
+		} else if quiet >= min(e.grace, window)/2 && quiet <= e.grace+window {
+			q.FadingSooner = append(q.FadingSooner, name)
 		}
-		if quiet >= min(e.grace, window)/2 && quiet <= e.grace+window {
-			q.FadingNow = append(q.FadingNow, name)
-		}
-		if fading || e.heard || quiet > e.grace+window {
+		if fading || !e.heardAt.IsZero() || quiet > e.grace+window {
 			q.Decided++
 		}
 	}
@@ -300,6 +328,7 @@ func (t *Tracker) Forget(name string) (uid types.UID, state State, ok bool) {
 		return "", StateUnjudged, false
 	}
 	delete(t.nodes, name)
+	t.heard(name)
 	return e.uid, e.state, true
 }
 

@@ -384,7 +384,7 @@ func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
 		return c
 	}
 	q := m.Tracker.Quiet(now, m.Window)
-	return merge(c, m.Guard.TickApart(q.FadingNow, q.Fading, q.Decided, now))
+	return merge(c, m.Guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now))
 }
 
 // Excuse takes a span during which the controller could not reach the
