@@ -179,7 +179,7 @@ func (m *Model) Seeded() bool { return m.Guard.Seeded() }
 // Look decides what a look at a node calls for, and records what it learnt.
 func (m *Model) Look(in Input) Decision {
 	node, now := in.Node, in.Now
-	d := Decision{First: false, Pool: in.Settings.Pool}
+	d := Decision{Pool: in.Settings.Pool}
 	d.Change = m.Guard.SetBlind(in.Blind, now)
 	obs := m.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, in.Lease), now)
 	d.First = obs.First
