@@ -131,7 +131,7 @@ var _ = Describe("A leader stopped past its Lease", Label("faults"), func() {
 		added := unreachableAdded(silent)
 		Expect(tap.since(time.Time{})()).To(ContainElement("PATCH /api/v1/nodes/"+silent), "the leader did not taint the node itself")
 
-		By("the leader stopped for twice its lease duration, and the standby taking over meanwhile")
+		By("the leader stopped, the standby taking over, and evicting the silent node's pod meanwhile")
 		// The silent node's pod tolerates nothing: its eviction falls due a
 		// pod eviction timeout after the taint, while the leader is
 		// stopped. The new leader evicts it; the old one finds it due as
@@ -140,7 +140,6 @@ var _ = Describe("A leader stopped past its Lease", Label("faults"), func() {
 		// process whose backlog of events outlasts its elector's last
 		// renew deadline would: without the stall, the eviction may reach
 		// its cache first, and whether it writes is a race.
-		const pause = 2 * leaseDuration
 		tap.watches.hold()
 		pausedAt := time.Now()
 		Expect(leader.Pause()).To(Succeed())
@@ -154,7 +153,9 @@ var _ = Describe("A leader stopped past its Lease", Label("faults"), func() {
 		Eventually(func(g Gomega) {
 			g.Expect(leaderLease(leaseName)(g).HolderIdentity).To(HaveValue(And(Not(BeEmpty()), Not(Equal(holder)))))
 		}).WithTimeout(leaseDuration + 10*time.Second).Should(Succeed())
-		time.Sleep(time.Until(pausedAt.Add(pause)))
+		// The old leader stays stopped until the eviction it would find
+		// due on waking has been made.
+		Eventually(deleted(fleetPod(silent))).WithTimeout(time.Until(added.Add(evictTimeout)) + 10*time.Second).Should(BeTrue())
 		taker := ptr.Deref(leaderLease(leaseName)(Default).HolderIdentity, "")
 		GinkgoWriter.Printf("%s took the Lease from %s while it was stopped\n", taker, holder)
 
