@@ -163,15 +163,6 @@ func (t *Tracker) Deadline(name string) (time.Time, bool) {
 	return e.lastHeartbeat.Add(e.grace), true
 }
 
-// Heard reports whether a heartbeat of the node has been heard since the
-// tracker first observed it.
-func (t *Tracker) Heard(name string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.nodes[name]
-	return ok && !e.heardAt.IsZero()
-}
-
 // Tracked reports whether the tracker knows the node, under this UID.
 func (t *Tracker) Tracked(name string, uid types.UID) bool {
 	t.mu.Lock()
