@@ -31,10 +31,11 @@ type Freeze struct {
 	// node's silence.
 	excused []span
 	// started is when a new process seeded the freeze. For one window
-	// after it, silences are counted from one window before it: the nodes
-	// the process finds silent and those it sees fade are dated from its
-	// start, not from when they fell silent, and may belong to the
-	// partition the silences began.
+	// after it, silences are counted from two windows before it: the nodes
+	// it sees fade are dated from its start, not from when they fell
+	// silent, which may have been up to a grace before it (a node silent
+	// for longer was marked); the marks it finds within one window before
+	// that may belong to the same partition.
 	started time.Time
 	// from is the start of the window that set the freeze off: nodes
 	// silent since then belong to it.
@@ -133,10 +134,10 @@ func (f *Freeze) Counted(silentSince map[string]time.Time, fading map[string]str
 }
 
 // windowStart returns the start of the window that ends at now, stretched
-// back, for one window after a seed, to one window before the seed.
+// back, for one window after a seed, to two windows before the seed.
 func (f *Freeze) windowStart(now time.Time) time.Time {
 	from := f.unexcused(now, f.Window)
-	if seeded := f.started.Add(-f.Window); seeded.Before(from) && !now.After(f.started.Add(f.Window)) {
+	if seeded := f.started.Add(-2 * f.Window); seeded.Before(from) && !now.After(f.started.Add(f.Window)) {
 		from = seeded
 	}
 	return from

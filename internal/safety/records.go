@@ -39,6 +39,18 @@ func CountdownOf(node *corev1.Node) (Countdown, bool) {
 	return recordOf(node, AnnotationCountdown, func(c Countdown) bool { return !c.Started.IsZero() && c.ServedSeconds >= 0 })
 }
 
+// countdownStarted returns when the node's current eviction countdown
+// began, zero when it has none.
+func countdownStarted(node *corev1.Node) time.Time {
+	if c, ok := CountdownOf(node); ok {
+		return c.Started
+	}
+	if t := lifecycleNoExecute(node); t != nil && t.TimeAdded != nil {
+		return t.TimeAdded.Time
+	}
+	return time.Time{}
+}
+
 // countdownSince returns when the node's eviction countdown last began or
 // went on after a pause: the later of the record's start and resumption
 // while one is kept, else the timeAdded of its lifecycle NoExecute taint;

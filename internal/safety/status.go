@@ -85,6 +85,15 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 	if ready := health.ReadyCondition(node); !w.In() || ready != nil && ready.Status == corev1.ConditionTrue {
 		return w, false
 	}
+	if started := countdownStarted(node); !started.IsZero() && !w.Until.IsZero() {
+		// The node has been down since its countdown began at the latest,
+		// whatever later changes of its Ready condition (a mark, a kubelet
+		// back and not ready) say: the grace counts from then, or from the
+		// maintenance's start.
+		if until := laterOf(w.Since, started.Add(skew)).Add(s.MaintenanceGrace); until.Before(w.Until) {
+			w.Until = until
+		}
+	}
 	if start := countdownSince(node); !start.IsZero() {
 		if start = start.Add(skew); !start.Before(w.Since.Add(stampSlack)) && (w.Until.IsZero() || start.Before(w.Until)) {
 			w.Until = start
@@ -117,4 +126,12 @@ func (m *Model) graceWrite(node *corev1.Node, w maintenance.Window) (*Maintenanc
 	default:
 		return want, !have.Since.Equal(want.Since) || !have.Until.Equal(want.Until)
 	}
+}
+
+// laterOf returns the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
