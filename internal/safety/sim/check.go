@@ -75,6 +75,9 @@ type observer struct {
 	// when that last changed.
 	heldCount   int
 	heldChanged time.Time
+	// markedAt is when the controller last marked each node Unknown, and
+	// taintedAt when it last added a lifecycle NoExecute taint to it.
+	markedAt, taintedAt map[string]time.Time
 }
 
 type podSilence struct {
@@ -84,7 +87,7 @@ type podSilence struct {
 
 func newObserver(w *world) *observer {
 	return &observer{w: w, served: map[string]time.Duration{}, podMarks: map[podSilence]int{},
-		notReadyInMaintenance: map[string]time.Time{}}
+		notReadyInMaintenance: map[string]time.Time{}, markedAt: map[string]time.Time{}, taintedAt: map[string]time.Time{}}
 }
 
 func (o *observer) fail(inv, format string, args ...any) {
@@ -100,9 +103,10 @@ func (o *observer) live(name string) bool {
 	return k.alive && k.ready && o.w.now.Sub(k.landed) < o.w.graceOf(k)
 }
 
-func (o *observer) marked(string) {}
+func (o *observer) marked(name string) { o.markedAt[name] = o.w.now }
 
 func (o *observer) tainted(name, key string) {
+	o.taintedAt[name] = o.w.now
 	if o.live(name) {
 		o.fail(InvFalseEviction, "%s tainted %s while it heartbeats and reports Ready", name, key)
 	}
@@ -323,7 +327,8 @@ func (o *observer) final() {
 			}
 			continue
 		}
-		if why := legit[k.name]; why != "" {
+		if why := legit[k.name]; why != "" || w.deniedNode(k.name) {
+			// Held, or nothing can be written to it.
 			continue
 		}
 		want := corev1.TaintNodeUnreachable

@@ -40,6 +40,9 @@ type controller struct {
 	freezeDirty bool
 	// started is when the process started.
 	started time.Time
+	// failures counts each node's looks that failed in a row: the next
+	// look after a failure waits as the work queue's backoff has it.
+	failures map[string]int
 }
 
 // delivered is a watch event on its way to the controller.
@@ -63,7 +66,8 @@ type controllers struct {
 
 func newController(w *world, obs *observer) *controller {
 	c := &controller{w: w, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
-		wakes: map[string]time.Time{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now}
+		wakes: map[string]time.Time{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
+		failures: map[string]int{}}
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
 	c.model.Guard.SetPool("p", ptrTo(w.pool()), w.now)
 	// A new process lists everything before it judges anything.
@@ -277,6 +281,33 @@ func (c *controller) lookDue() {
 // canWrite reports whether a write of the controller would land now.
 func (c *controller) canWrite() bool { return !c.phantom && !c.w.down && !c.w.refuse }
 
+// canWriteNode reports whether a patch of the controller to the Node (its
+// taints and records, not its status) would land now.
+func (c *controller) canWriteNode(name string) bool { return c.canWrite() && !c.w.deniedNode(name) }
+
+// Backoff after failed looks, as controller-runtime's default rate limiter
+// has it for one item.
+const (
+	backoffBase = 5 * time.Millisecond
+	backoffMax  = 1000 * time.Second
+)
+
+// failed schedules the look after a failed one, as a reconcile that returns
+// an error is retried: after a backoff that doubles with each failure in a
+// row. A wake set for later gives way to it; one set sooner stays.
+func (c *controller) failed(name string) {
+	n := c.failures[name]
+	c.failures[name] = n + 1
+	wait := backoffMax
+	if n < 40 {
+		wait = min(backoffMax, backoffBase<<n)
+	}
+	at := c.w.now.Add(max(c.w.cfg.Step, wait))
+	if cur, ok := c.wakes[name]; !ok || at.Before(cur) {
+		c.wakes[name] = at
+	}
+}
+
 // look is one reconcile of a node.
 func (c *controller) look(name string) {
 	w, now := c.w, c.w.now
@@ -296,9 +327,10 @@ func (c *controller) look(name string) {
 			return
 		}
 		if !c.canWrite() {
-			c.wakes[name] = now.Add(w.cfg.Step)
+			c.failed(name)
 			return
 		}
+		delete(c.failures, name)
 		conds, _ := health.MarkUnknown(live.Status.Conditions, live.CreationTimestamp, metav1.NewTime(now))
 		live.Status.Conditions = conds
 		w.bump(live)
@@ -309,12 +341,16 @@ func (c *controller) look(name string) {
 	}
 	if d.Write != nil {
 		live := w.nodes[name]
-		if !c.canWrite() || live.ResourceVersion != node.ResourceVersion {
-			// Refused, or locked out by a newer version: looked at again.
+		if refused, conflict := !c.canWriteNode(name), live.ResourceVersion != node.ResourceVersion; refused || conflict {
 			for _, n := range c.model.TaintFailed(name, d.Write) {
 				c.wakeNow(n)
 			}
-			c.wakes[name] = now.Add(w.cfg.Step)
+			if refused {
+				c.failed(name)
+			} else {
+				// Locked out by a newer version: looked at again soon.
+				c.wakes[name] = now.Add(w.cfg.Step)
+			}
 			return
 		}
 		written := d.Write.Apply(node)
@@ -326,6 +362,7 @@ func (c *controller) look(name string) {
 		}
 		node = c.nodes[name]
 	}
+	delete(c.failures, name)
 	if !d.Deadline.IsZero() {
 		c.wakes[name] = d.Deadline
 	}

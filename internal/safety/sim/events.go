@@ -43,10 +43,14 @@ const (
 	LoseWake
 	// Failover kills the leader; a new one starts from the cluster alone.
 	Failover
+	// Deny has the controller's patches of one Node (its taints and
+	// records; its status is written) refused for For (zero: to the end),
+	// as an admission policy that denies them would.
+	Deny
 )
 
 var kindNames = [...]string{"Kill", "Revive", "NotReady", "Flap", "ZoneLoss", "Partition", "MaintenanceOn",
-	"MaintenanceOff", "Pause", "Unpause", "Outage", "Lag", "RefuseWrites", "LoseWake", "Failover"}
+	"MaintenanceOff", "Pause", "Unpause", "Outage", "Lag", "RefuseWrites", "LoseWake", "Failover", "Deny"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -69,6 +73,11 @@ func (e Event) String() string {
 		fmt.Fprintf(&b, " node-%d", e.Node)
 	case Flap, Lag:
 		fmt.Fprintf(&b, " node-%d for %s", e.Node, e.For)
+	case Deny:
+		fmt.Fprintf(&b, " node-%d", e.Node)
+		if e.For > 0 {
+			fmt.Fprintf(&b, " for %s", e.For)
+		}
 	case ZoneLoss:
 		fmt.Fprintf(&b, " zone-%d", e.Zone)
 	case Partition:
@@ -145,8 +154,10 @@ func randomEvent(cfg Config, rng *rand.Rand, at time.Duration) Event {
 		return Event{At: at, Kind: Outage, For: secs(1, 40)}
 	case r < 85:
 		return Event{At: at, Kind: Lag, Node: node, For: secs(1, 30)}
-	case r < 89:
+	case r < 87:
 		return Event{At: at, Kind: RefuseWrites, For: secs(1, 20)}
+	case r < 89:
+		return Event{At: at, Kind: Deny, Node: node, For: secs(5, 300)}
 	case r < 94:
 		return Event{At: at, Kind: LoseWake, Node: node}
 	default:

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,6 +178,60 @@ func TestFindingAnOutageRestartsNoCountdown(t *testing.T) {
 		{At: s(60), Kind: Outage, For: s(15)},
 		{At: s(120), Kind: Outage, For: s(35)},
 	})
+}
+
+// Finding 12: a node whose taint writes are all refused (an admission
+// policy denies them) holds no place in its zone's line. Its looks fail and
+// back off to 1000s, as the work queue has it, yet the nodes that die behind
+// it are tainted at the zone's rate: a head that does not come for its turn
+// is looked at by the resync within a monitor period, and a failed write
+// gives its token back.
+func TestFindingADeniedNodeDoesNotHoldItsZone(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Zones, cfg.PoolNodes = 80, 4, 0
+	cfg.Rate = 0.1
+	// Zone 0 holds nodes 0, 4, 8, ... 76. Node 0 is denied from the start
+	// and dies; once its looks have backed off to minutes, nine more of
+	// the zone die, five before it joins the line again and four after.
+	seq := Sequence{
+		{At: 0, Kind: Deny, Node: 0},
+		{At: s(10), Kind: Kill, Node: 0},
+	}
+	var dying []string
+	for i := 1; i <= 9; i++ {
+		at := 300 + 4*(i-1)
+		if i > 5 {
+			at += 40
+		}
+		seq = append(seq, Event{At: s(at), Kind: Kill, Node: 4 * i})
+		dying = append(dying, fmt.Sprintf("node-%d", 4*i))
+	}
+	obs, v := run(cfg, seq)
+	if v != nil {
+		t.Fatalf("%v\nsequence:\n%s", v, seq)
+	}
+	if _, ok := obs.taintedAt["node-0"]; ok {
+		t.Fatal("node-0 was tainted, though every patch of it is denied")
+	}
+	// The line moves at the zone's rate: each node is tainted one interval
+	// after the one before it, or after its own mark if later; node-0 may
+	// cost a monitor period and a step.
+	slices.SortFunc(dying, func(a, b string) int { return obs.taintedAt[a].Compare(obs.taintedAt[b]) })
+	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	bound := interval + cfg.MonitorPeriod + 2*cfg.Step
+	var prev time.Time
+	for _, name := range dying {
+		marked, tainted := obs.markedAt[name], obs.taintedAt[name]
+		if marked.IsZero() || tainted.IsZero() {
+			t.Fatalf("%s: marked at %v, tainted at %v; want both", name, marked.Sub(t0), tainted.Sub(t0))
+		}
+		from := laterOf(marked, prev)
+		if waited := tainted.Sub(from); waited > bound {
+			t.Errorf("%s waited %s for its taint from %s (marked at %s), want at most %s", name, waited,
+				from.Sub(t0), marked.Sub(t0), bound)
+		}
+		prev = tainted
+	}
 }
 
 // Found by the random sequences: a node that comes back while its watch

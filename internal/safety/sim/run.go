@@ -5,6 +5,13 @@ import "time"
 // Run runs a sequence on a fresh world and returns the first invariant it
 // breaks, or nil.
 func Run(cfg Config, seq Sequence) *Violation {
+	_, v := run(cfg, seq)
+	return v
+}
+
+// run runs a sequence, and returns what the observer saw with the first
+// invariant broken, if any.
+func run(cfg Config, seq Sequence) (*observer, *Violation) {
 	w := newWorld(cfg)
 	obs := newObserver(w)
 	cs := &controllers{w: w, obs: obs}
@@ -34,11 +41,11 @@ func Run(cfg Config, seq Sequence) *Violation {
 		cs.leader.evict()
 		obs.step(cs)
 		if obs.violation != nil {
-			return obs.violation
+			return obs, obs.violation
 		}
 	}
 	obs.final()
-	return obs.violation
+	return obs, obs.violation
 }
 
 // Shrink returns a shorter sequence that still breaks the same invariant:

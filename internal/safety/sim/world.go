@@ -132,6 +132,9 @@ type world struct {
 	// down is true during an apiserver outage; refuse during refused
 	// writes.
 	down, refuse bool
+	// denied is until when the controller's writes to each Node are
+	// refused; a zero time means to the end.
+	denied map[string]time.Time
 	// downSince and upSince are when the last outage began and ended.
 	downSince, upSince time.Time
 	// ends are the ends of faults of limited length.
@@ -146,7 +149,7 @@ type pending struct {
 
 func newWorld(cfg Config) *world {
 	w := &world{cfg: cfg, now: t0, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
-		pods: map[string][]corev1.Pod{}, evicted: map[types.UID]time.Time{}}
+		pods: map[string][]corev1.Pod{}, evicted: map[types.UID]time.Time{}, denied: map[string]time.Time{}}
 	for i := range cfg.Nodes {
 		k := &kubelet{name: fmt.Sprintf("node-%d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones),
 			alive: true, ready: true, landed: t0, renewed: t0, podsSet: t0}
@@ -194,6 +197,13 @@ func (w *world) heard() []string {
 	out := w.changed
 	w.changed = nil
 	return out
+}
+
+// deniedNode reports whether the controller's writes to the Node are
+// refused now.
+func (w *world) deniedNode(name string) bool {
+	_, ok := w.denied[name]
+	return ok
 }
 
 func (w *world) kubelet(name string) *kubelet {
@@ -409,6 +419,18 @@ func (w *world) apply(e Event, c *controllers) {
 	case RefuseWrites:
 		w.refuse = true
 		later(e.For, func() { w.refuse = false })
+	case Deny:
+		name := w.kubelets[e.Node].name
+		w.denied[name] = time.Time{}
+		if e.For > 0 {
+			until := w.now.Add(e.For)
+			w.denied[name] = until
+			later(e.For, func() {
+				if w.denied[name].Equal(until) {
+					delete(w.denied, name)
+				}
+			})
+		}
 	case LoseWake:
 		c.leader.loseWake(w.kubelets[e.Node].name)
 	case Failover:
