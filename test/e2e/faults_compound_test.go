@@ -84,6 +84,86 @@ var _ = Describe("Partition across failover and restart", Label("faults"), func(
 	})
 })
 
+var _ = Describe("A leader SIGKILLed between two halves of a partition", Label("faults"), func() {
+	It("leaves the new leader to freeze the partition from the old one's marks and the silences it sees itself: no pod deleted, and every node back untainted", func() {
+		// A longer grace than the suite's, so that the second half is
+		// still fading, unmarked, when the leader dies right after marking
+		// the first; and a pod eviction timeout long enough that a taint
+		// the old leader adds before the freeze cannot evict a pod before
+		// the new leader freezes.
+		const (
+			zones, perZone = 2, 5
+			spec           = 10 * time.Second
+			halfApart      = 4 * time.Second
+			podTimeout     = 30 * time.Second
+		)
+		id := rand.String(5)
+		region := "fh-" + id
+		leaseName := "nlc-half-" + id
+		f := startFleet(zones*perZone, zones, func(o *fleet.Options) { o.Region = region })
+		h := recordNodes(corev1.LabelTopologyRegion + "=" + region)
+		flags := []string{"--unhealthy-zone-threshold=1", "--node-monitor-grace-period=" + spec.String(), "--node-startup-grace-period=" + spec.String(),
+			"--pod-eviction-timeout=" + podTimeout.String(), "--partition-freeze-cooldown=" + spec.String()}
+		leader := startControllerProcess("a-"+id, leaseName, flags...)
+		Eventually(leaderLease(leaseName)).Should(HaveField("HolderIdentity", Not(BeNil())))
+		startControllerProcess("b-"+id, leaseName, flags...)
+		allReady(f)
+
+		By("two of every zone's five nodes going silent, and the rest of the partition a few seconds later")
+		partitioned := time.Now()
+		var first, second []string
+		for _, z := range f.Zones() {
+			first = append(first, f.InZone(z)[:2]...)
+			second = append(second, f.InZone(z)[2:4]...)
+		}
+		f.Partition(first...)
+		time.AfterFunc(halfApart, func() { f.Partition(second...) })
+
+		By("the leader marking the first half, 40% of the nodes, and SIGKILLed at once, before the rest are overdue")
+		Eventually(func(g Gomega) {
+			for _, n := range first {
+				g.Expect(readyStatus(n)(g)).To(Equal(markedUnknown))
+			}
+		}).WithTimeout(spec + 10*time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+		leader.Kill()
+		killed := time.Now()
+		for _, n := range second {
+			Expect(readyStatus(n)(Default)).NotTo(Equal(markedUnknown), "%s was marked before the leader died", n)
+		}
+		Expect(killed).To(BeTemporally("<", partitioned.Add(halfApart+spec)), "the second half was overdue before the leader died")
+
+		By("the standby taking over, marking the second half, and freezing")
+		Eventually(func(g Gomega) {
+			for _, n := range second {
+				g.Expect(readyStatus(n)(g)).To(Equal(markedUnknown))
+			}
+		}).WithTimeout(leaseDuration + spec + 10*time.Second).Should(Succeed())
+		Eventually(freezeEventsSince(partitioned)).Should(ContainElement(nodehealth.ReasonPartitionFreeze))
+
+		By("no pod deleted past the first half's eviction deadline")
+		Consistently(func(g Gomega) {
+			pods := fleetPods(f)(g)
+			g.Expect(pods).To(HaveLen(zones * perZone))
+			for _, p := range pods {
+				g.Expect(p.DeletionTimestamp).To(BeNil(), "pod %s was deleted", p.Name)
+			}
+		}).WithTimeout(time.Until(killed.Add(podTimeout + 5*time.Second))).WithPolling(200 * time.Millisecond).Should(Succeed())
+		// A taint the old leader added before the freeze is held by it.
+		for _, n := range f.Nodes() {
+			Expect(lifecycleNoExecuteOn(n)()).To(BeEmpty(), "node %s is tainted NoExecute during the freeze", n)
+		}
+
+		By("the partition healing: every node Ready and untainted, every pod there")
+		f.Resume(append(first, second...)...)
+		allReady(f)
+		for _, n := range f.Nodes() {
+			Eventually(lifecycleNoExecuteOn(n)).Should(BeEmpty(), "node %s keeps its NoExecute taint", n)
+		}
+		Expect(fleetPods(f)(Default)).To(HaveLen(zones * perZone))
+		noLifecycleNoExecuteEver(h, second)
+	})
+})
+
 var _ = Describe("Attrition", Label("faults"), func() {
 	It("evicts every node of a small cluster that dies one at a time, the third as the first, before and after a restart, and never freezes", func() {
 		const nodes = 5
