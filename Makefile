@@ -72,15 +72,22 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 lint-config: golangci-lint ## Verify the golangci-lint configuration.
 	$(GOLANGCI_LINT) config verify
 
+# E2E_PROCS is how many processes the e2e suite's specs are spread over,
+# each with a control plane of its own. The specs spend most of their time
+# waiting out short grace periods, so four fit on two cores.
+E2E_PROCS ?= 4
+E2E_GINKGO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m
+
 .PHONY: test
-test: envtest-assets kustomize helm image ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote), then test/outside, a module of its own that uses only the public packages.
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m ./...
+test: envtest-assets kustomize helm image ginkgo ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages.
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -v '/test/e2e$$')
+	$(E2E_GINKGO) ./test/e2e
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ## Run the safety model's simulator (the review's findings as seeded sequences, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
+test-faults: envtest-assets ginkgo ## Run the safety model's simulator (the review's findings as seeded sequences, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
 	go test -race -count=1 ./internal/safety/sim
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 30m ./test/e2e -ginkgo.label-filter=faults -ginkgo.v
+	$(E2E_GINKGO) --label-filter=faults ./test/e2e
 
 # How many random fault sequences make simulate runs, and the seed of the
 # first; a failure prints its seed, which SIM_SEED=<seed> SIM_SEQUENCES=1
@@ -210,6 +217,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 HELM ?= $(LOCALBIN)/helm
+GINKGO ?= $(LOCALBIN)/ginkgo
 
 ## Tool versions.
 # v0.23 is the controller-tools line built against k8s.io v0.37, as this module is.
@@ -219,6 +227,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 KUSTOMIZE_VERSION ?= v5.8.2
 # Helm 4, whose module needs Go 1.26, as this one does.
 HELM_VERSION ?= v4.3.1
+# The ginkgo command must match the Ginkgo library the suites are built with.
+GINKGO_VERSION ?= $(shell go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
 
 .PHONY: controller-gen
 controller-gen: $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION) ## Build controller-gen into bin/ if necessary.
@@ -253,6 +263,12 @@ helm: $(LOCALBIN)/helm-$(HELM_VERSION) ## Build helm into bin/ if necessary.
 	@ln -sf helm-$(HELM_VERSION) $(LOCALBIN)/helm
 $(LOCALBIN)/helm-$(HELM_VERSION): | $(LOCALBIN)
 	$(call go-install-tool,$(LOCALBIN)/helm,helm.sh/helm/v4/cmd/helm,$(HELM_VERSION))
+
+.PHONY: ginkgo
+ginkgo: $(LOCALBIN)/ginkgo-$(GINKGO_VERSION) ## Build the ginkgo command, which runs the e2e suite in parallel processes, into bin/ if necessary.
+	@ln -sf ginkgo-$(GINKGO_VERSION) $(LOCALBIN)/ginkgo
+$(LOCALBIN)/ginkgo-$(GINKGO_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/ginkgo,github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION))
 
 ## Control plane for the envtest suites: kube-apiserver, etcd and
 ## kube-controller-manager, built from source by the test/tools module (which

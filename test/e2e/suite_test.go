@@ -56,7 +56,8 @@ func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	// Every spec in a random order, not only the top-level containers: a
 	// spec that passes only after another is a bug this finds. The seed is
-	// printed at the top of the run; --ginkgo.seed repeats an order.
+	// printed at the top of the run; --seed (ginkgo) or -ginkgo.seed (go
+	// test) repeats an order.
 	suite, reporter := GinkgoConfiguration()
 	suite.RandomizeAllSpecs = true
 	RunSpecs(t, "e2e suite", suite, reporter)
