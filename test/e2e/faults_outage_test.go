@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // apiServerOutage is a way for the suite's apiserver to be out of reach for
@@ -36,7 +37,7 @@ var (
 	// A stopped process keeps its connections and its port: requests hang
 	// rather than fail, until it goes on.
 	apiServerHang = apiServerOutage{"hanging, requests held rather than refused, and going on",
-		func() { Expect(syscall.Kill(apiServerPID(), syscall.SIGSTOP)).To(Succeed()) },
+		func() { Expect(harness.Suspend(apiServerPID())).To(Succeed()) },
 		func() { Expect(syscall.Kill(apiServerPID(), syscall.SIGCONT)).To(Succeed()) }}
 )
 

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -103,10 +106,55 @@ func (p *Process) Kill() {
 // where it stands; Stop's SIGTERM waits for Resume, so Stop kills it once
 // its grace is over.
 func (p *Process) Pause() error {
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := Suspend(p.cmd.Process.Pid); err != nil {
 		return fmt.Errorf("pause %s: %w", p.Path, err)
 	}
 	return nil
+}
+
+// Suspend sends SIGSTOP to a process and returns once every one of its
+// threads has stopped: kill returns at once, and each thread stops only as
+// it next runs, so on a busy machine a process may answer a request after
+// kill returned.
+func Suspend(pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stop process %d: %w", pid, err)
+	}
+	task := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		running, err := runningThread(task)
+		switch {
+		case err != nil:
+			return err
+		case running == "":
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("thread %s of process %d still runs 10s after SIGSTOP", running, pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// runningThread returns a thread under task, /proc/<pid>/task, that has
+// not stopped, or "" when all have.
+func runningThread(task string) (string, error) {
+	threads, err := os.ReadDir(task)
+	if err != nil {
+		return "", fmt.Errorf("list threads: %w", err)
+	}
+	for _, t := range threads {
+		stat, err := os.ReadFile(filepath.Join(task, t.Name(), "stat"))
+		if err != nil {
+			return "", fmt.Errorf("read thread state: %w", err)
+		}
+		// The state follows the command name, which is in parentheses.
+		_, state, _ := bytes.Cut(stat, []byte(") "))
+		if !bytes.HasPrefix(state, []byte("T")) {
+			return t.Name(), nil
+		}
+	}
+	return "", nil
 }
 
 // Resume lets a process that Pause stopped run again, with SIGCONT.
