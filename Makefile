@@ -52,17 +52,22 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run
 
 .PHONY: verify
-verify: manifests generate ## Check that generated code and manifests, formatting and go.mod are as committed, and that no binary is: regenerate, then fail on any difference.
+verify: manifests generate docs ## Check that generated code, manifests and reference pages, formatting and go.mod are as committed, that the Markdown files' links lead somewhere, and that no binary is: regenerate, then fail on any difference.
 	go mod tidy -diff
 	cd test/outside && go mod tidy -diff
 	cd hack/ociimage && go mod tidy -diff
 	@unformatted=$$(gofmt -s -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "Not gofmt -s formatted:"; echo "$$unformatted"; exit 1; fi
-	@git diff --exit-code -- api config || { echo "make manifests generate changed the files above: commit what they generate"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- api config); \
-	if [ -n "$$untracked" ]; then echo "make manifests generate wrote files that are not committed:"; echo "$$untracked"; exit 1; fi
+	@git diff --exit-code -- api config docs/reference || { echo "make manifests generate docs changed the files above: commit what they generate"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- api config docs/reference); \
+	if [ -n "$$untracked" ]; then echo "make manifests generate docs wrote files that are not committed:"; echo "$$untracked"; exit 1; fi
+	go run ./hack/mdlinks $$(git ls-files '*.md')
 	@binaries=$$(git diff --cached --numstat $$(git hash-object -t tree /dev/null) | awk -F'\t' '$$1 == "-" { print $$3 }'); \
 	if [ -n "$$binaries" ]; then echo "Binary files are tracked; build them into bin/ instead:"; echo "$$binaries"; exit 1; fi
+
+.PHONY: docs
+docs: ## Write the reference pages in docs/reference (flags, metrics, events, the NodeHealthPolicy API) from the code.
+	go run ./hack/refdocs -dir docs/reference
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
@@ -85,7 +90,7 @@ test: envtest-assets kustomize helm image ginkgo ## Run every test with the race
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
 .PHONY: test-faults
-test-faults: envtest-assets ginkgo ## Run the safety model's simulator (the review's findings as seeded sequences, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
+test-faults: envtest-assets ginkgo ## Run the safety model's simulator (its named cases, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
 	go test -race -count=1 ./internal/safety/sim
 	$(E2E_GINKGO) --label-filter=faults ./test/e2e
 

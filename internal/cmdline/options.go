@@ -129,7 +129,7 @@ func Default() Options {
 // name where it has one. The values already in o are the flags' defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig,
-		"Path to a kubeconfig file. Empty means in-cluster configuration, then $KUBECONFIG, then ~/.kube/config.")
+		"Path to a kubeconfig file. Empty means the file $KUBECONFIG names, else in-cluster configuration, else ~/.kube/config.")
 	fs.StringVar(&o.Master, "master", o.Master, "Address of the apiserver, overriding the one in --kubeconfig.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Requests per second the controller may send to the apiserver, sustained, for each kind of object it reads or writes. Higher than "+

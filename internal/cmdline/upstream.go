@@ -78,7 +78,7 @@ var upstreamFlags = []upstreamGroup{
 		bools: []string{"profiling", "contention-profiling"},
 	},
 	{
-		why:    "configures kube-controller-manager's metrics registry; this binary's metrics are listed in its README",
+		why:    "configures kube-controller-manager's metrics registry; this binary's metrics are listed in docs/reference/metrics.md",
 		values: []string{"allow-metric-labels", "allow-metric-labels-manifest", "disabled-metrics", "show-hidden-metrics-for-version"},
 	},
 	{

@@ -17,4 +17,8 @@ var podWatches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: `Pod watches open: scope="node" counts the watches of one node's pods, scope="cluster" is 1 while every pod is watched.`,
 }, []string{"scope"})
 
-func init() { metrics.Registry.MustRegister(podWatches) }
+// Metrics returns the package's metrics, which it registers with
+// controller-runtime's registry.
+func Metrics() []prometheus.Collector { return []prometheus.Collector{podWatches} }
+
+func init() { metrics.Registry.MustRegister(Metrics()...) }

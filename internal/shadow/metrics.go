@@ -22,6 +22,10 @@ var (
 	}, []string{"action", "reason"})
 )
 
-func init() {
-	metrics.Registry.MustRegister(actions, upstreamActions, differences)
+// Metrics returns the package's metrics, which it registers with
+// controller-runtime's registry.
+func Metrics() []prometheus.Collector {
+	return []prometheus.Collector{actions, upstreamActions, differences}
 }
+
+func init() { metrics.Registry.MustRegister(Metrics()...) }

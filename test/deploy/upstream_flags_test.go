@@ -38,9 +38,21 @@ func TestEveryKubeControllerManagerFlagIsKnown(t *testing.T) {
 	o := cmdline.Default()
 	fs := pflag.NewFlagSet("node-lifecycle-controller", pflag.ContinueOnError)
 	o.AddFlags(fs)
+	upstream := map[string]bool{}
 	for _, m := range names {
+		upstream[m[1]] = true
 		if fs.Lookup(m[1]) == nil && m[1] != "help" {
 			t.Errorf("kube-controller-manager's --%s is unknown here: add it to the flags accepted without effect, with why, or act on it", m[1])
 		}
 	}
+	// The flags reference says which of this binary's own flags are
+	// kube-controller-manager's too.
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" {
+			return
+		}
+		if shared := cmdline.SharedWithKubeControllerManager(f.Name); shared != upstream[f.Name] {
+			t.Errorf("--%s: the flags reference says kube-controller-manager has it: %v; its --help: %v", f.Name, shared, upstream[f.Name])
+		}
+	})
 }

@@ -77,10 +77,14 @@ var (
 	})
 )
 
-func init() {
-	metrics.Registry.MustRegister(nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
-		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld)
+// Metrics returns the package's metrics, which it registers with
+// controller-runtime's registry.
+func Metrics() []prometheus.Collector {
+	return []prometheus.Collector{nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
+		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld}
 }
+
+func init() { metrics.Registry.MustRegister(Metrics()...) }
 
 // zoneLabel is a node's zone as a label value.
 func zoneLabel(node *corev1.Node) string { return disruption.ZoneKey(node) }

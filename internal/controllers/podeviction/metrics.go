@@ -31,9 +31,13 @@ var (
 	})
 )
 
-func init() {
-	metrics.Registry.MustRegister(podDeletions, evictionDelay, evictionFailures, pendingEvictions)
+// Metrics returns the package's metrics, which it registers with
+// controller-runtime's registry.
+func Metrics() []prometheus.Collector {
+	return []prometheus.Collector{podDeletions, evictionDelay, evictionFailures, pendingEvictions}
 }
+
+func init() { metrics.Registry.MustRegister(Metrics()...) }
 
 // pendingCounts keeps the number of pending evictions per node, so that the
 // gauge is their sum.
