@@ -87,7 +87,7 @@ func run(args []string) error {
 			"Judges node health from Lease and status heartbeats and marks silent nodes Unknown\n"+
 			"at their grace deadline. Flag names and defaults are kube-controller-manager's; its\n"+
 			"other flags are accepted and logged as having no effect, or refused when their value\n"+
-			"contradicts what this binary does (see the README).\n\nFlags:\n%s",
+			"contradicts what this binary does (see docs/operating.md).\n\nFlags:\n%s",
 			fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {

@@ -1,6 +1,6 @@
 package lifecycletest_test
 
-// This file is the example in the README's "Real node lifecycle in your
+// This file is the example in docs/go.md's "Real node lifecycle in your
 // envtest suite": an envtest suite that needs Nodes which go NotReady and
 // come back, and pods evicted from dead nodes, as in a real cluster.
 

@@ -74,7 +74,7 @@ func (d *demo) play(ctx context.Context) ([]actResult, error) {
 		{"d", "a zone dies", fmt.Sprintf("(d) Zone %s dies (%d nodes) beside healthy zones: tainted one per second, pods evicted; then it comes back", deadZone, len(zoneNodes)),
 			time.Minute + time.Duration(float64(len(zoneNodes))/evictionRate*float64(time.Second)),
 			d.zoneDies(deadZone)},
-		{"e", "everything dies", "(e) Every node goes silent at once: partition freeze, nothing is tainted NoExecute, no pod is evicted", 45 * time.Second,
+		{"e", "everything dies", "(e) Every node goes silent at once: held (a partition freeze, or every zone down), nothing is tainted NoExecute, no pod is evicted", 45 * time.Second,
 			d.allDie(all)},
 		{"f", "everything recovers", "(f) Every node comes back: all Ready, nothing was lost in (e)", time.Minute,
 			d.recover(all)},
@@ -250,7 +250,7 @@ func (d *demo) allDie(all []string) func(context.Context, *actResult) error {
 			deleted = max(deleted, s.PodsDeleted)
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("observing the freeze: %w", ctx.Err())
+				return fmt.Errorf("observing the hold: %w", ctx.Err())
 			case <-window.C:
 				break watch
 			case <-tick.C:
@@ -268,7 +268,7 @@ func (d *demo) allDie(all []string) func(context.Context, *actResult) error {
 				len(all), secs(unknown.at), observeWindow, maxTainted, before.PodsDeleted, deleted),
 			"PartitionFreeze event: "+freeze)
 		if maxTainted > 0 || deleted != before.PodsDeleted {
-			return fmt.Errorf("the freeze did not hold: %d nodes tainted NoExecute, %d pods deleted", maxTainted, deleted-before.PodsDeleted)
+			return fmt.Errorf("nothing held: %d nodes tainted NoExecute, %d pods deleted", maxTainted, deleted-before.PodsDeleted)
 		}
 		return nil
 	}

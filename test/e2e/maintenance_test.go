@@ -31,7 +31,8 @@ func inMaintenance(f *fleet.Fleet, t corev1.NodeConditionType, nodes ...string) 
 }
 
 // patchMaintenance declares the node in maintenance with the strategic
-// merge patch of the node's status that the README's kubectl example sends.
+// merge patch of the node's status that the kubectl example of
+// docs/concepts.md sends.
 func patchMaintenance(node string) {
 	GinkgoHelper()
 	now := time.Now().UTC().Format(time.RFC3339)

@@ -9,9 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// The findings of the correctness review of 2026-11-25, and those the
-// random sequences found since, each as a sequence that broke an invariant
-// before its fix. Each runs through every check of Run.
+// Seams between the safety rules, each as a sequence that broke an
+// invariant before its fix: those found by reading the rules side by side
+// (TestFinding...), and those the random sequences found (TestFound...).
+// Each runs through every check of Run.
 
 func s(n int) time.Duration { return time.Duration(n) * time.Second }
 
