@@ -85,7 +85,7 @@ E2E_GINKGO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(GINKGO) -p --procs=$(
 
 .PHONY: test
 test: envtest-assets kustomize helm image ginkgo ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages.
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -v '/test/e2e$$')
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -Ev '/test/(e2e|release)$$')
 	$(E2E_GINKGO) ./test/e2e
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
 
@@ -138,9 +138,14 @@ demo: envtest-assets build ## Run the showcase: a local control plane, the contr
 
 ##@ Build
 
+# VERSION is the version the binary reports (--version) and the image and
+# chart carry: the nearest tag, or the commit, by default.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+GO_LDFLAGS = -s -X main.buildVersion=$(VERSION)
+
 .PHONY: build
-build: manifests generate fmt vet ## Build the controller binary into bin/node-lifecycle-controller.
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/node-lifecycle-controller .
+build: manifests generate fmt vet ## Build the controller binary into bin/node-lifecycle-controller, stamped with VERSION.
+	CGO_ENABLED=0 go build -trimpath -ldflags="$(GO_LDFLAGS)" -o $(LOCALBIN)/node-lifecycle-controller .
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the controller from your host against the cluster in $KUBECONFIG, without leader election; more flags in ARGS.
@@ -157,13 +162,13 @@ docker-build: ## Build the container image IMG (default node-lifecycle-controlle
 IMAGE_ARCH ?= $(shell go env GOARCH)
 IMAGE_ARCHIVE ?= $(LOCALBIN)/node-lifecycle-controller.oci.tar
 IMAGE_SOURCE ?= https://github.com/nodelifecycle/node-lifecycle-controller
-IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_VERSION ?= $(VERSION)
 IMAGE_REVISION ?= $(shell git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)
 IMAGE_CREATED ?= $(or $(SOURCE_DATE_EPOCH),$(shell git log -1 --format=%ct 2>/dev/null))
 
 .PHONY: image
 image: ociimage ## Build the image IMG for IMAGE_ARCH into bin/node-lifecycle-controller.oci.tar, an OCI archive (skopeo copy oci-archive:, podman load), without Docker.
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags=-s -o $(LOCALBIN)/node-lifecycle-controller-linux-$(IMAGE_ARCH) .
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -X main.buildVersion=$(IMAGE_VERSION)" -o $(LOCALBIN)/node-lifecycle-controller-linux-$(IMAGE_ARCH) .
 	$(OCIIMAGE) --binary=$(LOCALBIN)/node-lifecycle-controller-linux-$(IMAGE_ARCH) --output=$(IMAGE_ARCHIVE) \
 		--tag=$(IMG) --arch=$(IMAGE_ARCH) --source=$(IMAGE_SOURCE) \
 		--version=$(IMAGE_VERSION) --revision=$(IMAGE_REVISION) --created=$(IMAGE_CREATED)
@@ -181,6 +186,42 @@ helm-lint: helm ## Lint the Helm chart in dist/chart, failing on warnings (make 
 .PHONY: build-installer
 build-installer: manifests generate kustomize-overlay ## Render config/default with the image IMG into dist/install.yaml, one file to kubectl apply.
 	$(KUSTOMIZE) build $(OVERLAY) > dist/install.yaml
+
+##@ Release
+
+# A release is a semantic version tag, vX.Y.Z; RELEASE_IMAGE is the image
+# repository it is published to, RELEASE_ARCHES its architectures.
+RELEASE_IMAGE ?= ghcr.io/nodelifecycle/node-lifecycle-controller
+RELEASE_ARCHES ?= amd64 arm64
+RELEASE_DIR ?= dist/release/$(VERSION)
+
+.PHONY: release
+release: ociimage kustomize helm manifests ## Write into RELEASE_DIR (dist/release/VERSION) everything release VERSION publishes: an image for each of RELEASE_ARCHES as an OCI archive, an SPDX SBOM of each binary, install.yaml, crds.yaml, the packaged chart, release notes from CHANGELOG.md and SHA256SUMS; then test every artifact.
+	@echo "$(VERSION)" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$' || { echo "VERSION=$(VERSION) is not a release version vX.Y.Z"; exit 1; }
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	@for arch in $(RELEASE_ARCHES); do \
+		$(MAKE) --no-print-directory image IMAGE_ARCH=$$arch IMG=$(RELEASE_IMAGE):$(VERSION) IMAGE_VERSION=$(VERSION) \
+			IMAGE_ARCHIVE=$(abspath $(RELEASE_DIR))/node-lifecycle-controller-$(VERSION)-linux-$$arch.oci.tar || exit 1; \
+		go run ./hack/sbom --binary=$(LOCALBIN)/node-lifecycle-controller-linux-$$arch --version=$(VERSION) \
+			--name=node-lifecycle-controller-$(VERSION)-linux-$$arch --created=$(IMAGE_CREATED) \
+			> $(RELEASE_DIR)/node-lifecycle-controller-$(VERSION)-linux-$$arch.spdx.json || exit 1; \
+	done
+	$(MAKE) --no-print-directory kustomize-overlay IMG=$(RELEASE_IMAGE):$(VERSION)
+	$(KUSTOMIZE) build $(OVERLAY) > $(RELEASE_DIR)/install.yaml
+	$(KUSTOMIZE) build config/crd > $(RELEASE_DIR)/crds.yaml
+	rm -rf $(RELEASE_DIR)/chart && cp -r $(CHART) $(RELEASE_DIR)/chart
+	sed -i -e 's|^      repository: node-lifecycle-controller$$|      repository: $(RELEASE_IMAGE)|' \
+		-e 's|^      tag: latest$$|      tag: $(VERSION)|' $(RELEASE_DIR)/chart/values.yaml
+	$(HELM) package $(RELEASE_DIR)/chart --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(RELEASE_DIR)
+	rm -rf $(RELEASE_DIR)/chart
+	go run ./hack/changelog --version=$(VERSION) CHANGELOG.md > $(RELEASE_DIR)/release-notes.md
+	cd $(RELEASE_DIR) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" RELEASE_DIR="$(abspath $(RELEASE_DIR))" RELEASE_VERSION=$(VERSION) \
+		RELEASE_IMAGE=$(RELEASE_IMAGE) go test -count=1 ./test/release
+	@for arch in $(RELEASE_ARCHES); do \
+		IMAGE_ARCHIVE=$(abspath $(RELEASE_DIR))/node-lifecycle-controller-$(VERSION)-linux-$$arch.oci.tar IMAGE_VERSION=$(VERSION) \
+			go test -count=1 ./test/image || exit 1; \
+	done
 
 ##@ Deployment
 

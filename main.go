@@ -217,14 +217,25 @@ func leaderElectionNamespace(flag string) string {
 	return "kube-system"
 }
 
-// version is the module's version the binary was built from, and the commit
-// when the build recorded it.
+// buildVersion is the release the binary was built as, stamped by the
+// Makefile (-ldflags "-X main.buildVersion=v0.1.0"); empty for a plain go
+// build, which reports the module's version as Go records it.
+var buildVersion string
+
+// version is the release the binary was built as (or the module's version
+// as Go records it), and the commit when the build recorded it.
 func version() string {
+	v := buildVersion
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+	if v == "" {
+		v = "unknown"
+		if ok {
+			v = bi.Main.Version
+		}
 	}
-	v := bi.Main.Version
+	if !ok {
+		return v
+	}
 	for _, s := range bi.Settings {
 		switch {
 		case s.Key == "vcs.revision":

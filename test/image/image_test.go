@@ -186,6 +186,34 @@ func TestImage(t *testing.T) {
 	manager := extractManager(t, layer)
 	checkStatic(t, manager, cfg.Architecture)
 
+	t.Run("version", func(t *testing.T) {
+		label := cfg.Config.Labels["org.opencontainers.image.version"]
+		if want := os.Getenv("IMAGE_VERSION"); want != "" && label != want {
+			t.Errorf("label org.opencontainers.image.version is %q, want %q", label, want)
+		}
+		// The binary is stamped with the version its image carries as a
+		// label: run it where it can run; elsewhere, the stamp is at least
+		// in its data, where -X writes it (-trimpath keeps -ldflags out of
+		// the build settings).
+		binary, err := os.ReadFile(manager)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if label == "" || !bytes.Contains(binary, []byte(label)) {
+			t.Errorf("/manager does not hold its image's version %q", label)
+		}
+		if cfg.Architecture != runtime.GOARCH || runtime.GOOS != "linux" {
+			return
+		}
+		out, err := exec.CommandContext(t.Context(), manager, "--version").CombinedOutput()
+		if err != nil {
+			t.Fatalf("/manager --version: %v; output:\n%s", err, out)
+		}
+		if f := strings.Fields(string(out)); len(f) < 2 || f[0] != "node-lifecycle-controller" || f[1] != label {
+			t.Errorf("/manager --version printed %q, want node-lifecycle-controller %s", out, label)
+		}
+	})
+
 	t.Run("manager --help", func(t *testing.T) {
 		if cfg.Architecture != runtime.GOARCH || runtime.GOOS != "linux" {
 			t.Skipf("the image is for linux/%s; this machine, %s/%s, cannot run it", cfg.Architecture, runtime.GOOS, runtime.GOARCH)
