@@ -155,6 +155,15 @@ func (g *Guard) poolHold(name string) string {
 	return g.pools.nodeHold(st, g.census.zone(zoneOf(st)).State)
 }
 
+// InMaintenance reports whether the guard counts the named node as held for
+// its maintenance, whatever else holds it: out of every count, until a look
+// finds its grace over.
+func (g *Guard) InMaintenance(name string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.maintenanceHold(name) != ""
+}
+
 // maintenanceHold returns HeldMaintenance for a node in maintenance, or "".
 func (g *Guard) maintenanceHold(name string) string {
 	if st, _ := g.census.node(name); st.Maintenance {

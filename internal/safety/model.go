@@ -435,25 +435,28 @@ func (m *Model) Candidates() []string {
 // Stray reports whether a node, as the cluster shows it, is short of what
 // the model wants of it with nothing to wait for: one that needs its
 // lifecycle NoExecute taint, lacks it, and is neither held nor waiting for
-// its zone's turn; one held for a maintenance whose grace has run out since
-// it was last looked at; or one Ready again that keeps the taint. The safety
+// its zone's turn; one the guard counts as held for a maintenance whose
+// grace has run out since it was last looked at, tainted or not, whatever
+// else holds it; or one Ready again that keeps the taint. The safety
 // resync looks at such nodes again, whatever wakes were lost.
 func (m *Model) Stray(node *corev1.Node, s policy.Settings, now time.Time) bool {
 	m.seenTaint(node)
 	want := WantedNoExecute(node)
-	has := lifecycleNoExecute(node) != nil
-	switch {
-	case want == "":
-		return has
-	case HasNoExecute(node, want):
+	if want == "" {
+		return lifecycleNoExecute(node) != nil
+	}
+	if m.Guard.InMaintenance(node.Name) {
+		// Its grace ending changes what the guard counts, whatever else
+		// holds the node, and whether its taint is on (a hold whose
+		// removal failed) or off.
+		if _, held := m.maintenance(node, s, now); !held {
+			return true
+		}
+	}
+	if HasNoExecute(node, want) {
 		return false
 	}
-	why := m.Guard.Hold(node.Name)
-	if why == disruption.HeldMaintenance {
-		_, held := m.maintenance(node, s, now)
-		return !held
-	}
-	return why == "" && !m.Guard.Waiting(node.Name)
+	return m.Guard.Hold(node.Name) == "" && !m.Guard.Waiting(node.Name)
 }
 
 // seenTaint records whether the node carries a lifecycle NoExecute taint.

@@ -214,6 +214,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		d = r.look(ctx, node, lease, settings, r.Clock.Now())
 	}
 	if err := r.write(ctx, node, d); err != nil {
+		// The look's own time to look again (a maintenance grace running
+		// out, the zone's turn) stands whatever the write's fate: a
+		// failed write is retried on a backoff that may run far past it.
+		if !d.Retry.IsZero() {
+			r.wakes.after(node.Name, d.Retry)
+		}
 		return r.settle(ctx, req.Name, err)
 	}
 	if d.Recorded {

@@ -571,3 +571,34 @@ func TestTheLookAfterAMarkReadsTheMark(t *testing.T) {
 		t.Fatalf("live reads %v, want only the seed's and the mark's %v", reads, want)
 	}
 }
+
+// A look whose write fails keeps its own time to look again: a maintenance
+// hold's end is looked at when it comes, not when the failed write's
+// backoff lets the node be looked at again, which may be minutes later.
+func TestAFailedWriteKeepsTheLooksWake(t *testing.T) {
+	node := readyNode()
+	node.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: health.ReasonUnknown,
+			LastHeartbeatTime: metav1.NewTime(t0.Add(-2 * time.Minute)), LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))},
+		{Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-10 * time.Second))},
+	}
+	node.Spec.Taints = []corev1.Taint{
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.NewTime(t0.Add(-time.Minute)))},
+	}
+	denied := apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("denied by an admission policy"))
+	f := newFixture(t, []client.Object{node, nodeLease(t0.Add(-2 * time.Minute))}, nil, &interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return denied
+		},
+	})
+	f.r.MaintenanceGrace = time.Hour
+	if _, err := f.r.Reconcile(context.Background(), req); err == nil {
+		t.Fatal("the hold's write was denied, yet the reconcile reports no error")
+	}
+	// The grace runs from the maintenance's start.
+	end := t0.Add(-10 * time.Second).Add(time.Hour)
+	if at, ok := f.r.wakes.when(req.Name); !ok || at.After(end) {
+		t.Errorf("next look at %v (%v); want by the maintenance grace's end, %v", at, ok, end)
+	}
+}

@@ -351,6 +351,11 @@ func (c *controller) look(name string) {
 				// Locked out by a newer version: looked at again soon.
 				c.wakes[name] = now.Add(w.cfg.Step)
 			}
+			// The look's own time to look again stands, as the
+			// reconciler keeps it when its write fails.
+			if at, ok := c.wakes[name]; !d.Retry.IsZero() && (!ok || d.Retry.Before(at)) {
+				c.wakes[name] = d.Retry
+			}
 			return
 		}
 		written := d.Write.Apply(node)

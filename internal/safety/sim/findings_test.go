@@ -257,6 +257,36 @@ func TestFoundAMaintenanceGraceEndingUnwokenIsFound(t *testing.T) {
 	})
 }
 
+// Found by the random sequences: a maintenance grace runs out on time
+// while the node's patches are denied, so that the hold cannot take its
+// NoExecute taint off: the look at the grace's end is kept through the
+// failed writes' backoff, and the resync looks at a node whose maintenance
+// hold has ended, tainted or not.
+func TestFoundAMaintenanceGraceEndsWhileTheNodesPatchesAreDenied(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: s(17), Kind: Kill, Node: 1},
+		{At: s(155), Kind: Deny, Node: 1, For: s(234)},
+		{At: s(232), Kind: MaintenanceOn, Node: 1},
+	})
+}
+
+// Found by the random sequences: a new leader whose wake for a node's
+// maintenance grace is lost, during a freeze, finds the grace's end all the
+// same: the node counts towards the freeze again, and the new leader keeps
+// the freeze the old one would. A freeze hid the node from the resync.
+func TestFoundAMaintenanceGraceEndingUnderAFreezeIsFound(t *testing.T) {
+	expectHolds(t, ConfigFor(3), Sequence{
+		{At: s(54), Kind: Kill, Node: 0},
+		{At: s(92), Kind: ZoneLoss, Zone: 0},
+		{At: s(138), Kind: Revive, Node: 8},
+		{At: s(166), Kind: Revive, Node: 3},
+		{At: s(189), Kind: Failover},
+		{At: s(193), Kind: MaintenanceOn, Node: 7},
+		{At: s(205), Kind: LoseWake, Node: 7},
+		{At: s(253), Kind: Flap, Node: 1, For: s(42)},
+	})
+}
+
 // Found by the random sequences: a node whose grace ran out during an
 // outage is looked at again once the outage is excused.
 func TestFoundANodeExpiredInAnOutageIsNotForgotten(t *testing.T) {

@@ -132,8 +132,8 @@ type world struct {
 	// down is true during an apiserver outage; refuse during refused
 	// writes.
 	down, refuse bool
-	// denied is until when the controller's writes to each Node are
-	// refused; a zero time means to the end.
+	// denied is until when the controller's patches of each Node (not of
+	// its status) are refused; a zero time means to the end.
 	denied map[string]time.Time
 	// downSince and upSince are when the last outage began and ended.
 	downSince, upSince time.Time
@@ -199,7 +199,7 @@ func (w *world) heard() []string {
 	return out
 }
 
-// deniedNode reports whether the controller's writes to the Node are
+// deniedNode reports whether the controller's patches of the Node are
 // refused now.
 func (w *world) deniedNode(name string) bool {
 	_, ok := w.denied[name]
