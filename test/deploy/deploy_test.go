@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // repoRoot is the module root, seen from this package's directory.
@@ -472,33 +471,10 @@ func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured)
 		if err := c.Create(ctx, obj, strict); err != nil {
 			return err
 		}
-		return waitEstablished(ctx, c, obj.GetName())
+		return harness.WaitEstablished(ctx, c, obj.GetName())
 	default:
 		return c.Create(ctx, obj, client.DryRunAll, strict)
 	}
-}
-
-// waitEstablished waits until the CRD called name serves its resource.
-func waitEstablished(ctx context.Context, c client.Client, name string) error {
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			return false, err
-		}
-		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, cond := range conditions {
-			if m, _ := cond.(map[string]any); m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		return fmt.Errorf("CRD %s not established, conditions %v: %w", name, conditions, err)
-	}
-	return nil
 }
 
 // podOf returns a pod as the Deployment's ReplicaSet would create it.
