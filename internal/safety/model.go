@@ -44,6 +44,12 @@ type Model struct {
 	// confirmed holds when each node's silence was last confirmed from a
 	// live read (Confirm), for Fresh.
 	confirmed map[string]time.Time
+	// graces holds, on the local clock, the maintenance grace this process
+	// found for each node down in maintenance: the record the node should
+	// carry, kept here too for while it cannot be written (a patch denied),
+	// so that a change of the node's Ready condition meanwhile does not
+	// start the grace again.
+	graces map[string]MaintenanceGrace
 }
 
 // freshFor is how long a silence confirmed from a live read stands without
@@ -54,7 +60,8 @@ const freshFor = time.Second
 // New returns a model of no nodes.
 func New(tracker *health.Tracker, guard *disruption.Guard, window time.Duration) *Model {
 	return &Model{Tracker: tracker, Guard: guard, Window: window,
-		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time)}
+		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time),
+		graces: make(map[string]MaintenanceGrace)}
 }
 
 // Input is one look at a node: the node and its Lease as read, the settings
@@ -412,6 +419,7 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 	delete(m.pods, name)
 	delete(m.tainted, name)
 	delete(m.confirmed, name)
+	delete(m.graces, name)
 	m.mu.Unlock()
 	uid, state, ok := m.Tracker.Forget(name)
 	return c, Forgotten{Known: ok, UID: uid, State: state}

@@ -77,12 +77,17 @@ const stampSlack = 3 * time.Second
 // stays down in the same maintenance. It has surely ended, too, once an
 // eviction countdown began or went on within the maintenance (a NoExecute
 // taint, or a countdown record, dated after the maintenance began). Both
-// are what a new leader reads from the cluster. A node Ready again, or out
-// of maintenance, ends it: a later failure gets a grace of its own.
+// are what a new leader reads from the cluster; this process also keeps the
+// grace it found, for while the record cannot be written. A node Ready
+// again, or out of maintenance, ends it: a later failure gets a grace of
+// its own.
 func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time) (maintenance.Window, bool) {
 	skew := m.skewNow()
 	w := maintenance.Of(node, s.MaintenanceGrace, skew)
 	if ready := health.ReadyCondition(node); !w.In() || ready != nil && ready.Status == corev1.ConditionTrue {
+		m.mu.Lock()
+		delete(m.graces, node.Name)
+		m.mu.Unlock()
 		return w, false
 	}
 	if started := countdownStarted(node); !started.IsZero() && !w.Until.IsZero() {
@@ -103,6 +108,14 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 		if until := g.Until.Add(skew); until.Before(w.Until) {
 			w.Until = until
 		}
+	}
+	if !w.Until.IsZero() {
+		m.mu.Lock()
+		if g, ok := m.graces[node.Name]; ok && g.Since.Equal(w.Since) && g.Until.Before(w.Until) {
+			w.Until = g.Until
+		}
+		m.graces[node.Name] = MaintenanceGrace{Since: w.Since, Until: w.Until}
+		m.mu.Unlock()
 	}
 	return w, w.Holds(now)
 }

@@ -64,6 +64,10 @@ type observer struct {
 	notReadyInMaintenance map[string]time.Time
 	// failoverTimes are the times of the failovers so far.
 	failoverTimes []time.Time
+	// deniedAtFailover holds, for each node whose patches were denied at a
+	// failover, the last such failover: the new leader could not read the
+	// maintenance grace record the old one could not write.
+	deniedAtFailover map[string]time.Time
 	// halted is whether the leader last held every zone down, and
 	// haltEnded when it last stopped.
 	halted    bool
@@ -87,7 +91,8 @@ type podSilence struct {
 
 func newObserver(w *world) *observer {
 	return &observer{w: w, served: map[string]time.Duration{}, podMarks: map[podSilence]int{},
-		notReadyInMaintenance: map[string]time.Time{}, markedAt: map[string]time.Time{}, taintedAt: map[string]time.Time{}}
+		notReadyInMaintenance: map[string]time.Time{}, markedAt: map[string]time.Time{}, taintedAt: map[string]time.Time{},
+		deniedAtFailover: map[string]time.Time{}}
 }
 
 func (o *observer) fail(inv, format string, args ...any) {
@@ -169,6 +174,11 @@ func (o *observer) step(cs *controllers) {
 			o.notReadyInMaintenance[k.name] = laterOf(w.now, k.maintenanceSince)
 		}
 		from, seen := o.notReadyInMaintenance[k.name]
+		if at, denied := o.deniedAtFailover[k.name]; denied && !at.Before(from) {
+			// A new leader dates the grace from what the node shows: the
+			// record of its start could not be written.
+			continue
+		}
 		ended := from.Add(w.cfg.MaintenanceGrace + w.cfg.MonitorPeriod + slack)
 		if seen && w.now.After(ended) && cs.leader.model.Guard.Hold(k.name) == disruption.HeldMaintenance {
 			o.fail(InvMaintenanceOnce, "%s held for its maintenance at %s, though its grace ran from %s", k.name,

@@ -122,6 +122,9 @@ func (cs *controllers) failover() {
 	cs.leader = newController(cs.w, cs.obs)
 	cs.failedOver = cs.w.now
 	cs.obs.failoverTimes = append(cs.obs.failoverTimes, cs.w.now)
+	for name := range cs.w.denied {
+		cs.obs.deniedAtFailover[name] = cs.w.now
+	}
 	cs.obs.oldCooling, cs.obs.oldHot = time.Time{}, time.Time{}
 }
 

@@ -287,6 +287,18 @@ func TestFoundAMaintenanceGraceEndingUnderAFreezeIsFound(t *testing.T) {
 	})
 }
 
+// Found by the random sequences: a maintenance grace whose record cannot be
+// written (the node's patches denied) is not started again when the
+// node's Ready condition changes: the process keeps the grace it found.
+func TestFoundAMaintenanceGraceUnwrittenRunsOnce(t *testing.T) {
+	expectHolds(t, ConfigFor(1), Sequence{
+		{At: s(84), Kind: MaintenanceOn, Node: 4},
+		{At: s(89), Kind: Deny, Node: 4, For: s(135)},
+		{At: s(149), Kind: ZoneLoss, Zone: 0},
+		{At: s(188), Kind: NotReady, Node: 4},
+	})
+}
+
 // Found by the random sequences: a node whose grace ran out during an
 // outage is looked at again once the outage is excused.
 func TestFoundANodeExpiredInAnOutageIsNotForgotten(t *testing.T) {
