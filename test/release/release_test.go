@@ -274,10 +274,11 @@ func startControlPlane(t *testing.T) (client.Client, *envtest.Environment) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set: make release sets it to bin/, where make envtest-assets builds the control plane")
 	}
+	// No CRDs of its own: the installers bring theirs.
 	env := &envtest.Environment{}
-	cfg, err := env.Start()
+	cfg, err := harness.StartControlPlane(env)
 	if err != nil {
-		t.Fatalf("start the control plane: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
