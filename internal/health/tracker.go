@@ -94,46 +94,79 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 	return Observation{LastHeartbeat: e.lastHeartbeat}
 }
 
+// Heard is what a Lease or Node heard off the watch asks of the controller.
+type Heard uint8
+
+const (
+	// NoHeartbeat: nothing a heartbeat is made of changed, or the node is
+	// not tracked yet.
+	NoHeartbeat Heard = iota
+	// OnTime: a heartbeat of a node judged healthy, heard before its
+	// deadline. Its deadline moves with it, and the node needs no look:
+	// it is judged again when the old deadline comes. The bulk of a
+	// cluster's events.
+	OnTime
+	// NeedsLook: a heartbeat of a node not judged healthy, or heard once
+	// its deadline had passed. Either way the node may have been counted
+	// as silent (a look at the deadline tells the disruption guard so,
+	// whether or not its mark lands), and only a look takes that back.
+	NeedsLook
+)
+
+// Heartbeat reports whether h is a heartbeat.
+func (h Heard) Heartbeat() bool { return h != NoHeartbeat }
+
 // HeardLease records a Lease the moment the informer delivers it, before the
 // node's turn in the work queue comes: a renewal is timed when the
 // controller first saw it, however long the queue. Only tracked nodes are
-// updated; a node's first observation is Observe's. It reports whether the
-// Lease was a heartbeat.
-func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.Time) bool {
+// updated; a node's first observation is Observe's.
+func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.Time) Heard {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.nodes[name]
 	if !ok {
-		return false
+		return NoHeartbeat
 	}
 	p := e.pulse
 	p.setLease(lease)
 	if !p.LeaseChanged(e.pulse) {
-		return false
+		return NoHeartbeat
 	}
-	e.pulse, e.lastHeartbeat = p, now
-	e.heardAt, e.datedByMark = now, false
+	h := e.heard(now)
+	e.pulse = p
 	t.heard(name)
-	return true
+	return h
 }
 
 // HeardNode records a Node the moment the informer delivers it, as
-// HeardLease does a Lease. It reports whether the Node showed a heartbeat.
-func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) bool {
+// HeardLease does a Lease.
+func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) Heard {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.nodes[node.Name]
 	if !ok || e.uid != node.UID {
-		return false
+		return NoHeartbeat
 	}
 	ready := readyHeartbeat(node)
 	if ready == e.pulse.ReadyHeartbeatNanos {
-		return false
+		return NoHeartbeat
 	}
-	e.pulse.ReadyHeartbeatNanos, e.lastHeartbeat = ready, now
-	e.heardAt, e.datedByMark = now, false
+	h := e.heard(now)
+	e.pulse.ReadyHeartbeatNanos = ready
 	t.heard(node.Name)
-	return true
+	return h
+}
+
+// heard records a heartbeat heard at now, and says what it asks of the
+// controller.
+func (e *entry) heard(now time.Time) Heard {
+	h := OnTime
+	if e.state != StateHealthy || e.grace != 0 && !now.Before(e.lastHeartbeat.Add(e.grace)) {
+		h = NeedsLook
+	}
+	e.lastHeartbeat = now
+	e.heardAt, e.datedByMark = now, false
+	return h
 }
 
 // Judged records the verdict reached for a node and returns the state it had
@@ -180,16 +213,6 @@ func (t *Tracker) HeardAt(name string) time.Time {
 		return e.heardAt
 	}
 	return time.Time{}
-}
-
-// Healthy reports whether the node's last verdict was Healthy. A heartbeat
-// heard for such a node needs no new verdict: its deadline moves with the
-// heartbeat, and the node is judged again when the old deadline comes.
-func (t *Tracker) Healthy(name string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e, ok := t.nodes[name]
-	return ok && e.state == StateHealthy
 }
 
 // RefreshAll counts now as a heartbeat of every tracked node, giving each a

@@ -162,10 +162,10 @@ func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 	// The informer delivers a renewal at t0+10s; the reconcile that reads
 	// it runs at t0+30s and must not move the heartbeat to its own time.
 	lease.renew = t0.Add(10 * time.Second)
-	if !tr.HeardLease("n1", lease.object(), t0.Add(10*time.Second)) {
+	if !tr.HeardLease("n1", lease.object(), t0.Add(10*time.Second)).Heartbeat() {
 		t.Fatal("a renewed lease was not heard as a heartbeat")
 	}
-	if tr.HeardLease("n1", lease.object(), t0.Add(11*time.Second)) {
+	if tr.HeardLease("n1", lease.object(), t0.Add(11*time.Second)).Heartbeat() {
 		t.Fatal("the same lease was heard twice")
 	}
 	obs := tr.Observe("n1", "a", PulseOf(node, lease.object()), t0.Add(30*time.Second))
@@ -176,7 +176,7 @@ func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 	// A status heartbeat, likewise.
 	node = node.DeepCopy()
 	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(40 * time.Second))
-	if !tr.HeardNode(node, t0.Add(40*time.Second)) {
+	if !tr.HeardNode(node, t0.Add(40*time.Second)).Heartbeat() {
 		t.Fatal("a new status heartbeat was not heard")
 	}
 	obs = tr.Observe("n1", "a", PulseOf(node, lease.object()), t0.Add(50*time.Second))
@@ -185,22 +185,59 @@ func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 	}
 }
 
+// A heartbeat heard off the watch needs no look only when the node was
+// judged healthy and its deadline has not passed. One heard past the
+// deadline needs a look even while the last verdict recorded is Healthy:
+// the look at the deadline counted the node as silent, and its mark, which
+// would have recorded Unreachable, may not have landed.
+func TestTrackerAsksForALookOnlyOffTheHealthyPath(t *testing.T) {
+	tr := NewTracker()
+	node := nodeWithReady(corev1.ConditionTrue, "")
+	node.UID = "a"
+	lease := &leaseState{renew: t0}
+	obs := tr.Observe("n1", "a", PulseOf(node, lease.object()), t0)
+	tr.Judged("n1", Judge(node, obs.LastHeartbeat, grace, t0))
+
+	lease.renew = t0.Add(10 * time.Second)
+	if got := tr.HeardLease("n1", lease.object(), t0.Add(10*time.Second)); got != OnTime {
+		t.Fatalf("renewal before the deadline = %v, want OnTime", got)
+	}
+	// The deadline (10s + 50s) passes; the look there could not mark.
+	lease.renew = t0.Add(70 * time.Second)
+	if got := tr.HeardLease("n1", lease.object(), t0.Add(70*time.Second)); got != NeedsLook {
+		t.Fatalf("renewal past the deadline = %v, want NeedsLook", got)
+	}
+	// The look finds it healthy again: back on the cheap path.
+	tr.Judged("n1", Judge(node, t0.Add(70*time.Second), grace, t0.Add(71*time.Second)))
+	node = node.DeepCopy()
+	node.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(80 * time.Second))
+	if got := tr.HeardNode(node, t0.Add(80*time.Second)); got != OnTime {
+		t.Fatalf("status heartbeat before the deadline = %v, want OnTime", got)
+	}
+	// A node judged anything else needs a look on every heartbeat.
+	tr.Judged("n1", Verdict{State: StateNotReady, Grace: grace.Monitor})
+	lease.renew = t0.Add(90 * time.Second)
+	if got := tr.HeardLease("n1", lease.object(), t0.Add(90*time.Second)); got != NeedsLook {
+		t.Fatalf("renewal of a NotReady node = %v, want NeedsLook", got)
+	}
+}
+
 func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
 	tr := NewTracker()
 	node := nodeWithReady(corev1.ConditionTrue, "")
 	node.UID = "a"
-	if tr.HeardNode(node, t0) || tr.HeardLease("n1", (&leaseState{renew: t0}).object(), t0) {
+	if tr.HeardNode(node, t0).Heartbeat() || tr.HeardLease("n1", (&leaseState{renew: t0}).object(), t0).Heartbeat() {
 		t.Fatal("an untracked node was heard: its first observation belongs to the reconcile")
 	}
 	tr.Observe("n1", "a", PulseOf(node, nil), t0)
 	other := node.DeepCopy()
 	other.UID = "b"
 	other.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(time.Second))
-	if tr.HeardNode(other, t0.Add(time.Second)) {
+	if tr.HeardNode(other, t0.Add(time.Second)).Heartbeat() {
 		t.Fatal("a node recreated under another UID was heard as the old one")
 	}
 	// A Lease appearing where there was none is a heartbeat, as in Observe.
-	if !tr.HeardLease("n1", &coordinationv1.Lease{}, t0.Add(2*time.Second)) {
+	if !tr.HeardLease("n1", &coordinationv1.Lease{}, t0.Add(2*time.Second)).Heartbeat() {
 		t.Fatal("a lease appearing was not heard")
 	}
 	// Judged with a 10s grace from the heard lease: fading from 5s on.

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // queue is the controller's work queue, as a source is handed it.
@@ -148,21 +150,23 @@ func leaseSpecChanged(o, n *coordinationv1.Lease) bool {
 }
 
 // hearLease records a node Lease as soon as it arrives. The renewal of a
-// healthy node's Lease, the bulk of a cluster's events, is recorded and
-// nothing more: the node is judged at its old deadline, finds the heartbeat
-// and waits for the new one. Anything else is reconciled.
+// healthy node's Lease before its deadline, the bulk of a cluster's events,
+// is recorded and nothing more: the node is judged at its old deadline,
+// finds the heartbeat and waits for the new one. Anything else is
+// reconciled, a renewal heard past the deadline too: the look at the
+// deadline may have counted the node as silent even if its mark failed.
 func (r *Reconciler) hearLease(lease *coordinationv1.Lease) bool {
 	if lease.Namespace != LeaseNamespace {
 		return true
 	}
-	heartbeat := r.Tracker.HeardLease(lease.Name, lease, r.Clock.Now())
-	return !heartbeat || !r.Tracker.Healthy(lease.Name)
+	return r.Tracker.HeardLease(lease.Name, lease, r.Clock.Now()) != health.OnTime
 }
 
 // hearNode records a Node's status heartbeat as soon as it arrives, and
-// passes it on only for a node not judged healthy, as hearLease does a
-// renewal: a healthy node finds the heartbeat at its old deadline. The other
+// passes it on only for a node not judged healthy or heard past its
+// deadline, as hearLease does a renewal: a healthy node finds the heartbeat
+// at its old deadline. The other
 // Node changes that matter are queued by the controller's For.
 func (r *Reconciler) hearNode(node *corev1.Node) bool {
-	return r.Tracker.HeardNode(node, r.Clock.Now()) && !r.Tracker.Healthy(node.Name)
+	return r.Tracker.HeardNode(node, r.Clock.Now()) == health.NeedsLook
 }

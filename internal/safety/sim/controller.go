@@ -176,7 +176,7 @@ func (c *controller) hear(nodesChanged, leasesRenewed []string) {
 			if k := c.w.kubelet(d.lease.Name); !c.phantom && k != nil {
 				k.delivered = now
 			}
-			if c.model.Tracker.HeardLease(d.lease.Name, d.lease, now) && !c.model.Tracker.Healthy(d.lease.Name) {
+			if c.model.Tracker.HeardLease(d.lease.Name, d.lease, now) == health.NeedsLook {
 				c.wakes[d.lease.Name] = now
 			}
 		}

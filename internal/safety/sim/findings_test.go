@@ -318,3 +318,22 @@ func TestFoundOldDeathsAreNotANewWaveAfterAHalt(t *testing.T) {
 		{At: s(180), Kind: Failover},
 	})
 }
+
+// Found by the random sequences: a node whose mark has not landed (its
+// write failed, and waits on its backoff) and that comes back is looked at
+// on its first heartbeat, not at the backoff's end: the look at its
+// deadline counted it as silent, and only a look takes that back. Here the
+// old leader's marks of the pool's nodes cannot land; a node coming back
+// must leave its count of the freeze as it leaves the new leader's.
+func TestFoundAHeartbeatPastTheDeadlineIsLookedAt(t *testing.T) {
+	expectHolds(t, ConfigFor(2), Sequence{
+		{At: s(26), Kind: Flap, Node: 5, For: s(34)},
+		{At: s(43), Kind: Partition, Nodes: []int{15, 10, 5, 12, 16, 7, 19, 1, 17, 4, 6, 18, 9, 14, 3}},
+		{At: s(92), Kind: Failover},
+		{At: s(119), Kind: Outage, For: s(36)},
+		{At: s(137), Kind: Revive, Node: 6},
+		{At: s(137), Kind: Revive, Node: 7},
+		{At: s(187), Kind: Pause},
+		{At: s(198), Kind: Revive, Node: 19},
+	})
+}
