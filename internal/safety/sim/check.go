@@ -171,7 +171,11 @@ func (o *observer) step(cs *controllers) {
 			continue
 		}
 		if _, seen := o.notReadyInMaintenance[k.name]; !seen && readyStatus(node) != corev1.ConditionTrue {
-			o.notReadyInMaintenance[k.name] = laterOf(w.now, k.maintenanceSince)
+			// The grace runs from the later of the two starts as the
+			// cluster stores them: the node's ceasing to be Ready, and the
+			// maintenance's as its condition is stamped, which may be
+			// before the condition landed (set during an outage).
+			o.notReadyInMaintenance[k.name] = laterOf(health.ReadyCondition(node).LastTransitionTime.Time, k.maintenanceSince)
 		}
 		from, seen := o.notReadyInMaintenance[k.name]
 		if at, denied := o.deniedAtFailover[k.name]; denied && !at.Before(from) {

@@ -337,3 +337,16 @@ func TestFoundAHeartbeatPastTheDeadlineIsLookedAt(t *testing.T) {
 		{At: s(198), Kind: Revive, Node: 19},
 	})
 }
+
+// Found by the random sequences: a maintenance condition stamped during an
+// outage, which lands once the apiserver is back, counts its grace from its
+// stamp, as the cluster stores it; the grace ending then changes the count
+// a partition that began after the stamp is judged against.
+func TestFoundAMaintenanceStampedInAnOutageCountsFromItsStamp(t *testing.T) {
+	expectHolds(t, ConfigFor(1), Sequence{
+		{At: s(1), Kind: ZoneLoss, Zone: 0},
+		{At: s(138), Kind: Outage, For: s(39)},
+		{At: s(148), Kind: MaintenanceOn, Node: 4},
+		{At: s(182), Kind: ZoneLoss, Zone: 1},
+	})
+}
