@@ -75,6 +75,9 @@ type observer struct {
 	// oldCooling is when the old leader's cooldown began, and oldHot
 	// since when it has been over its threshold again.
 	oldCooling, oldHot time.Time
+	// keptAtFailover is the cooldown's start the cluster kept when the
+	// last failover came, zero for none: what the new leader goes on from.
+	keptAtFailover time.Time
 	// heldCount is how many nodes a maintenance holds, and heldChanged
 	// when that last changed.
 	heldCount   int
@@ -290,8 +293,13 @@ func (o *observer) failover(cs *controllers) {
 	if w.upSince.After(cs.failedOver.Add(-w.cfg.FreezeCooldown)) {
 		// The old one starts its cooldown again after an outage; a new one
 		// that started after the outage, or before the old one wrote the
-		// new start down, goes on from the start before.
-		early += w.upSince.Sub(w.downSince)
+		// new start down, goes on from the start before: the one the
+		// cluster kept, if it kept one from before the outage ended.
+		if kept := o.keptAtFailover; !kept.IsZero() && kept.Before(w.upSince) {
+			early += w.upSince.Sub(kept)
+		} else {
+			early += w.upSince.Sub(w.downSince)
+		}
 	}
 	// A cooldown the old one started again for a moment (a node fading
 	// and another coming back in the same second, at the threshold) keeps

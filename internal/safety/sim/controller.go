@@ -126,6 +126,10 @@ func (cs *controllers) failover() {
 		cs.obs.deniedAtFailover[name] = cs.w.now
 	}
 	cs.obs.oldCooling, cs.obs.oldHot = time.Time{}, time.Time{}
+	cs.obs.keptAtFailover = time.Time{}
+	if f := cs.w.freeze; f != nil {
+		cs.obs.keptAtFailover = f.ClearSince
+	}
 }
 
 // loseWake drops a node's next look.

@@ -350,3 +350,15 @@ func TestFoundAMaintenanceStampedInAnOutageCountsFromItsStamp(t *testing.T) {
 		{At: s(182), Kind: ZoneLoss, Zone: 1},
 	})
 }
+
+// Found by the random sequences: a leader that starts its freeze's cooldown
+// again once an outage ends, and dies before it writes the new start down,
+// leaves the start the cluster kept; the leader that takes over goes on from
+// that one, judging the nodes afresh from its own start.
+func TestFoundACooldownRestartedButNotWrittenGoesOnFromTheKeptOne(t *testing.T) {
+	expectHolds(t, ConfigFor(3), Sequence{
+		{At: s(103), Kind: Partition, Nodes: []int{6, 0, 4, 9, 3, 8, 2}, For: s(40)},
+		{At: s(176), Kind: Outage, For: s(7)},
+		{At: s(183), Kind: Failover},
+	})
+}
