@@ -98,15 +98,15 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 type Heard uint8
 
 const (
-	// NoHeartbeat: nothing a heartbeat is made of changed, or the node is
-	// not tracked yet.
+	// NoHeartbeat is heard when nothing a heartbeat is made of changed, or
+	// the node is not tracked yet.
 	NoHeartbeat Heard = iota
-	// OnTime: a heartbeat of a node judged healthy, heard before its
+	// OnTime is a heartbeat of a node judged healthy, heard before its
 	// deadline. Its deadline moves with it, and the node needs no look:
 	// it is judged again when the old deadline comes. The bulk of a
 	// cluster's events.
 	OnTime
-	// NeedsLook: a heartbeat of a node not judged healthy, or heard once
+	// NeedsLook is a heartbeat of a node not judged healthy, or heard once
 	// its deadline had passed. Either way the node may have been counted
 	// as silent (a look at the deadline tells the disruption guard so,
 	// whether or not its mark lands), and only a look takes that back.
