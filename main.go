@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,7 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/shadow"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/status"
 )
@@ -132,11 +134,19 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("add healthz check: %w", err)
+	checks := mgr.HealthChecks()
+	srv, err := serving.New(opts.Serving, opts.Kubeconfig, serving.Content{
+		Live: checks.Live, Ready: checks.Ready, All: checks.All(),
+		Metrics: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}),
+	})
+	if err != nil {
+		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("add readyz check: %w", err)
+	if srv != nil {
+		if err := mgr.Add(srv); err != nil {
+			return fmt.Errorf("add the secure server: %w", err)
+		}
+		log.Info("Serving /healthz, /livez, /readyz and /metrics", "address", srv.Addr().String())
 	}
 
 	log.Info("Starting", "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,

@@ -29,8 +29,9 @@ const defaultRenewDeadline = 10 * time.Second
 // never through the gate: it must go on renewing the Lease, or find out
 // that it cannot. A lock the caller set in mgrOpts is wrapped instead, and
 // keeps its own client. The returned events must be given the manager once
-// it is made: the lock sends its events with the manager's recorder.
-func gateWrites(cfg *rest.Config, mgrOpts *ctrl.Options) (*electionEvents, error) {
+// it is made: the lock sends its events with the manager's recorder. The
+// returned gate tells whether the Lease is this process's.
+func gateWrites(cfg *rest.Config, mgrOpts *ctrl.Options, clk clock.PassiveClock) (*electionEvents, *leadergate.Gate, error) {
 	if mgrOpts.RenewDeadline == nil {
 		mgrOpts.RenewDeadline = ptr.To(defaultRenewDeadline)
 	}
@@ -51,16 +52,16 @@ func gateWrites(cfg *rest.Config, mgrOpts *ctrl.Options) (*electionEvents, error
 			LeaderLabels:               mgrOpts.LeaderElectionLabels,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("leader election lock: %w", err)
+			return nil, nil, fmt.Errorf("leader election lock: %w", err)
 		}
 	}
 	// The renew deadline is what client-go's elector allows itself
 	// without a renewal, and it is shorter than the lease duration, as
 	// the elector requires.
-	gate := leadergate.New(clock.RealClock{}, *mgrOpts.RenewDeadline)
+	gate := leadergate.New(clk, *mgrOpts.RenewDeadline)
 	mgrOpts.LeaderElectionResourceLockInterface = gate.Lock(lock)
 	cfg.Wrap(gate.Wrap)
-	return events, nil
+	return events, gate, nil
 }
 
 // electionEvents is the event recorder provider of the leader election's

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -70,7 +71,7 @@ func TestGateWritesLetsOnlyTheElectionWriteBeforeTheLeaseIsTaken(t *testing.T) {
 		LeaderElectionNamespace: "default",
 		RenewDeadline:           ptr.To(2 * time.Second),
 	}
-	lockEvents, err := gateWrites(cfg, &mgrOpts)
+	lockEvents, _, err := gateWrites(cfg, &mgrOpts, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestGateWritesWrapsTheCallersLock(t *testing.T) {
 	cfg := &rest.Config{Host: server.URL}
 	mine := &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "mine"}}
 	mgrOpts := ctrl.Options{LeaderElection: true, LeaderElectionResourceLockInterface: mine}
-	if _, err := gateWrites(cfg, &mgrOpts); err != nil {
+	if _, _, err := gateWrites(cfg, &mgrOpts, clock.RealClock{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := mgrOpts.LeaderElectionResourceLockInterface; got == nil || got == resourcelock.Interface(mine) || got.Identity() != "mine" {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	internal "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/leadergate"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/syncinformer"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -148,7 +149,11 @@ func checkCache(o cache.Options) error {
 // change something fails instead, reads and the election's own requests
 // excepted. A lock set in mgrOpts.LeaderElectionResourceLockInterface is
 // kept, with the client it was made with, and watched the same way.
-func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (ctrl.Manager, error) {
+//
+// The manager carries health checks (Manager.HealthChecks), added to its
+// own probe server as well: a leader whose Lease has lapsed, and caches not
+// synced.
+func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("controllers: %w", err)
 	}
@@ -165,9 +170,12 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (c
 	cfg = rest.CopyConfig(cfg)
 	s.Wrap(cfg)
 	var events *electionEvents
+	var gate *leadergate.Gate
 	if mgrOpts.LeaderElection {
 		var err error
-		if events, err = gateWrites(cfg, &mgrOpts); err != nil {
+		// The gate times the Lease on the real, monotonic clock, whatever
+		// clock drives the controllers' deadlines.
+		if events, gate, err = gateWrites(cfg, &mgrOpts, clock.RealClock{}); err != nil {
 			return nil, fmt.Errorf("controllers: %w", err)
 		}
 	}
@@ -184,7 +192,7 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (c
 	if err := s.AddProbe(mgr, cfg, mgr.GetHTTPClient(), clk, opts.NodeMonitorPeriod); err != nil {
 		return nil, err
 	}
-	return mgr, nil
+	return withHealthChecks(mgr, gate, clock.RealClock{})
 }
 
 // DryRunLeaseName is the leader election lease a dry run (options.DryRun)

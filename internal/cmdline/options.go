@@ -16,14 +16,15 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register" // the json log format, as kube-controller-manager offers
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // Defaults of the process's flags that match kube-controller-manager, so that
 // flags can be moved over unchanged.
 const (
-	DefaultMetricsBindAddress       = ":8443"
-	DefaultHealthProbeBindAddress   = ":8081"
+	DefaultMetricsBindAddress       = "0"
+	DefaultHealthProbeBindAddress   = "0"
 	DefaultLeaderElectionID         = "node-lifecycle-controller"
 	DefaultLeaderElectLeaseDuration = 15 * time.Second
 	DefaultLeaderElectRenewDeadline = 10 * time.Second
@@ -68,7 +69,13 @@ type Options struct {
 	// --vmodule, --logging-format), bound by k8s.io/component-base.
 	Logs *logsapi.LoggingConfiguration
 
-	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
+	// Serving is kube-controller-manager's secure port, which serves the
+	// health checks and the metrics: where it listens, its certificate, and
+	// who may call it.
+	Serving *serving.Options
+
+	// MetricsBindAddress serves Prometheus metrics in controller-runtime's
+	// way, apart from the secure port; "0" (the default) disables it.
 	MetricsBindAddress string
 	// MetricsSecure serves metrics over HTTPS, to callers whose bearer
 	// token the apiserver authenticates (TokenReview) and allows to get
@@ -85,7 +92,8 @@ type Options struct {
 	// in kubebuilder's projects: HTTP/2's stream handling has been the way
 	// in for denial-of-service attacks (CVE-2023-44487, CVE-2023-39325).
 	EnableHTTP2 bool
-	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP,
+	// apart from the secure port; "0" (the default) disables it.
 	HealthProbeBindAddress string
 	// Version prints the binary's version and exits.
 	Version bool
@@ -116,6 +124,7 @@ func Default() Options {
 			ResourceName:  DefaultLeaderElectionID,
 		},
 		Logs:                   logsapi.NewLoggingConfiguration(),
+		Serving:                serving.NewOptions(),
 		MetricsBindAddress:     DefaultMetricsBindAddress,
 		MetricsSecure:          true,
 		MetricsCertName:        "tls.crt",
@@ -151,8 +160,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 	logsapi.AddFlags(o.Logs, fs)
 
+	if o.Serving == nil {
+		o.Serving = serving.NewOptions()
+	}
+	o.Serving.AddFlags(fs)
+
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
-		`Address that serves Prometheus metrics at /metrics; "0" disables it.`)
+		`An address that serves Prometheus metrics at /metrics apart from the secure port (--secure-port), which serves them too; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
 		"Serve metrics over HTTPS, only to callers whose bearer token the apiserver authenticates and allows to get /metrics. "+
 			"Set to false for plain HTTP, open to anyone who can reach --metrics-bind-address.")
@@ -164,7 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2,
 		"Let the metrics server speak HTTP/2. Off by default: HTTP/2 stream handling has been used for denial-of-service attacks.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress,
-		`Address that serves /healthz and /readyz; "0" disables it.`)
+		`An address that serves /healthz and /readyz over plain HTTP, apart from the secure port (--secure-port), which serves them too; "0" disables it.`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress,
 		`Address that serves Go's profiles at /debug/pprof/ (such as 127.0.0.1:8082); empty or "0" disables it.`)
 	fs.BoolVar(&o.Version, "version", o.Version, "Print the version and exit.")
@@ -196,6 +210,9 @@ func (o *Options) Validate() error {
 				"only leases is supported, as in kube-controller-manager since 1.24")
 		}
 		errs = append(errs, o.validateLeaderElectTimings()...)
+	}
+	if o.Serving != nil {
+		errs = append(errs, o.Serving.Validate()...)
 	}
 	errs = append(errs, o.validateMetricsCert()...)
 	errs = append(errs, o.validateUpstream()...)

@@ -58,23 +58,31 @@ func TestPprofIsOffByDefault(t *testing.T) {
 	}
 }
 
-// TestMetricsAreSecureByDefault: metrics need a token the apiserver accepts,
-// unless asked otherwise, and HTTP/2 stays off.
-func TestMetricsAreSecureByDefault(t *testing.T) {
+// TestServingIsSecureByDefault: the health checks and metrics are served on
+// the secure port only, unless asked otherwise, and the metrics server's
+// HTTP/2 stays off when it is turned on.
+func TestServingIsSecureByDefault(t *testing.T) {
 	o := Default()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if !o.MetricsSecure || o.EnableHTTP2 || o.MetricsBindAddress != ":8443" {
-		t.Errorf("metrics secure=%v http2=%v at %q, want secure, HTTP/1.1 only, at :8443", o.MetricsSecure, o.EnableHTTP2, o.MetricsBindAddress)
+	if !o.Serving.Enabled() || o.Serving.SecureServing.BindPort != 10263 {
+		t.Errorf("secure port %d, want 10263", o.Serving.SecureServing.BindPort)
 	}
-	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-bind-address=:8080"}); err != nil {
+	if o.MetricsBindAddress != "0" || o.HealthProbeBindAddress != "0" {
+		t.Errorf("metrics at %q and probes at %q by default, want both off (\"0\")", o.MetricsBindAddress, o.HealthProbeBindAddress)
+	}
+	if !o.MetricsSecure || o.EnableHTTP2 {
+		t.Errorf("metrics secure=%v http2=%v, want secure, HTTP/1.1 only", o.MetricsSecure, o.EnableHTTP2)
+	}
+	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-bind-address=:8080", "--secure-port=0"}); err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if o.MetricsSecure || o.MetricsBindAddress != ":8080" {
-		t.Errorf("metrics secure=%v at %q after --metrics-secure=false --metrics-bind-address=:8080", o.MetricsSecure, o.MetricsBindAddress)
+	if o.MetricsSecure || o.MetricsBindAddress != ":8080" || o.Serving.Enabled() {
+		t.Errorf("metrics secure=%v at %q, secure port %d after --metrics-secure=false --metrics-bind-address=:8080 --secure-port=0",
+			o.MetricsSecure, o.MetricsBindAddress, o.Serving.SecureServing.BindPort)
 	}
 }
 

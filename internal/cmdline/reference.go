@@ -14,6 +14,17 @@ var sharedFlags = []string{
 	"v", "vmodule", "logging-format", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
 	"version",
+	// The secure port's, bound by k8s.io/apiserver's options as
+	// kube-controller-manager binds them.
+	"bind-address", "secure-port", "cert-dir", "tls-cert-file", "tls-private-key-file", "tls-cipher-suites",
+	"tls-curve-preferences", "tls-min-version", "tls-sni-cert-key", "http2-max-streams-per-connection",
+	"disable-http2-serving", "permit-port-sharing", "permit-address-sharing",
+	"authentication-kubeconfig", "authentication-token-webhook-cache-ttl", "authentication-skip-lookup",
+	"authentication-tolerate-lookup-failure", "client-ca-file", "requestheader-allowed-names",
+	"requestheader-client-ca-file", "requestheader-extra-headers-prefix", "requestheader-group-headers",
+	"requestheader-uid-headers", "requestheader-username-headers",
+	"authorization-kubeconfig", "authorization-always-allow-paths",
+	"authorization-webhook-cache-authorized-ttl", "authorization-webhook-cache-unauthorized-ttl",
 }
 
 // SharedWithKubeControllerManager reports whether kube-controller-manager has

@@ -62,18 +62,6 @@ var upstreamFlags = []upstreamGroup{
 			"service-cluster-ip-range", "terminated-pod-gc-threshold"},
 	},
 	{
-		why: "configures kube-controller-manager's secure port; this binary serves metrics on --metrics-bind-address " +
-			"(HTTPS, callers checked by the apiserver) and probes on --health-probe-bind-address",
-		bools: []string{"authentication-skip-lookup", "authentication-tolerate-lookup-failure", "disable-http2-serving",
-			"permit-address-sharing", "permit-port-sharing"},
-		values: []string{"authentication-kubeconfig", "authentication-token-webhook-cache-ttl", "authorization-always-allow-paths",
-			"authorization-kubeconfig", "authorization-webhook-cache-authorized-ttl", "authorization-webhook-cache-unauthorized-ttl",
-			"bind-address", "cert-dir", "client-ca-file", "http2-max-streams-per-connection", "requestheader-allowed-names",
-			"requestheader-client-ca-file", "requestheader-extra-headers-prefix", "requestheader-group-headers",
-			"requestheader-uid-headers", "requestheader-username-headers", "secure-port", "tls-cert-file", "tls-cipher-suites",
-			"tls-curve-preferences", "tls-min-version", "tls-private-key-file", "tls-sni-cert-key"},
-	},
-	{
 		why:   "profiles are served at --pprof-bind-address instead",
 		bools: []string{"profiling", "contention-profiling"},
 	},

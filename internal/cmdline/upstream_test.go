@@ -48,7 +48,8 @@ func TestControllerEnabled(t *testing.T) {
 // nothing here.
 func TestUpstreamFlagsAreAcceptedAndNoted(t *testing.T) {
 	o, err := parse(t, "--profiling", "--use-service-account-credentials=true", "--controllers=*,bootstrapsigner",
-		"--cluster-cidr=10.244.0.0/16", "--secure-port=10257", "--feature-gates=AllAlpha=false")
+		"--cluster-cidr=10.244.0.0/16", "--secure-port=10257", "--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+		"--feature-gates=AllAlpha=false")
 	if err != nil {
 		t.Fatalf("refused: %v", err)
 	}
@@ -60,9 +61,14 @@ func TestUpstreamFlagsAreAcceptedAndNoted(t *testing.T) {
 			t.Errorf("--%s has no reason", n.Flag)
 		}
 	}
-	want := "cluster-cidr=10.244.0.0/16 controllers=*,bootstrapsigner feature-gates=AllAlpha=false profiling=true secure-port=10257 use-service-account-credentials=true"
+	want := "cluster-cidr=10.244.0.0/16 controllers=*,bootstrapsigner feature-gates=AllAlpha=false profiling=true use-service-account-credentials=true"
 	if got := strings.Join(flags, " "); got != want {
 		t.Errorf("notes for %s, want %s", got, want)
+	}
+	// The secure port's flags are acted on, as kube-controller-manager does.
+	if o.Serving.SecureServing.BindPort != 10257 || o.Serving.Authentication.RemoteKubeConfigFile != "/etc/kubernetes/controller-manager.conf" {
+		t.Errorf("secure port %d, authentication kubeconfig %q: the flags were not acted on",
+			o.Serving.SecureServing.BindPort, o.Serving.Authentication.RemoteKubeConfigFile)
 	}
 	if o, _ := parse(t); len(o.UpstreamNotes()) != 0 {
 		t.Errorf("notes without any upstream flag: %v", o.UpstreamNotes())
@@ -114,12 +120,14 @@ func TestUpstreamFlagsStayOutOfHelp(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	usage := fs.FlagUsages()
-	for _, name := range []string{"cluster-cidr", "secure-port", "controllers"} {
+	for _, name := range []string{"cluster-cidr", "controllers"} {
 		if strings.Contains(usage, "--"+name+" ") {
 			t.Errorf("--%s shows in --help", name)
 		}
 	}
-	if !strings.Contains(usage, "--master") {
-		t.Error("--master, which this binary acts on, is missing from --help")
+	for _, name := range []string{"master", "secure-port", "authorization-kubeconfig"} {
+		if !strings.Contains(usage, "--"+name+" ") {
+			t.Errorf("--%s, which this binary acts on, is missing from --help", name)
+		}
 	}
 }

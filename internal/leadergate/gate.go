@@ -40,6 +40,9 @@ type Gate struct {
 	mu sync.Mutex
 	// until is when the Lease stops being ours; zero while it is not.
 	until time.Time
+	// ended is when the Lease last stopped being ours, once closed; zero
+	// while it is ours, or never was.
+	ended time.Time
 	// record is the last record this process wrote to the Lease, as the
 	// other replicas compare records: JSON, with times to the second.
 	record []byte
@@ -61,6 +64,23 @@ func (g *Gate) Valid(now time.Time) bool {
 	return now.Before(g.until)
 }
 
+// Lapsed returns how long, at now, the Lease has not been this process's
+// since it last was: zero while it is, and for a process that never held
+// it. A leader whose Lease has lapsed for long and that still runs is stuck:
+// client-go's elector ends the process's leadership once a renewal has
+// failed for a renew deadline.
+func (g *Gate) Lapsed(now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case !g.until.IsZero():
+		return max(0, now.Sub(g.until))
+	case !g.ended.IsZero():
+		return max(0, now.Sub(g.ended))
+	}
+	return 0
+}
+
 // renewed records a write of rec to the Lease, sent at sent, that
 // succeeded. The other replicas tell a renewal from the one before it only
 // by a change in the record, and client-go compares records as JSON, whose
@@ -80,13 +100,20 @@ func (g *Gate) renewed(sent time.Time, rec resourcelock.LeaderElectionRecord) {
 		return
 	}
 	g.record = raw
-	g.until = sent.Add(g.validFor)
+	g.until, g.ended = sent.Add(g.validFor), time.Time{}
 }
 
-// close ends the Lease now.
+// close ends the Lease now, or when it ended if that was earlier.
 func (g *Gate) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.until.IsZero() {
+		return
+	}
+	g.ended = g.until
+	if now := g.clock.Now(); now.Before(g.until) {
+		g.ended = now
+	}
 	g.until = time.Time{}
 }
 

@@ -169,6 +169,38 @@ func TestGateHoldsTheLeaseFromEachRenewalsSend(t *testing.T) {
 	}
 }
 
+func TestGateTellsHowLongTheLeaseHasLapsed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		lapsed time.Duration
+	}{
+		{name: "never held", steps: []step{wait(time.Minute)}, lapsed: 0},
+		{name: "held", steps: []step{create, wait(time.Second)}, lapsed: 0},
+		{name: "since validFor ran out with no renewal", steps: []step{create, wait(validFor + 5*time.Second)}, lapsed: 5 * time.Second},
+		{name: "since a release", steps: []step{create, wait(time.Second), release, wait(3 * time.Second)}, lapsed: 3 * time.Second},
+		{
+			name:   "since it ran out, when another holder is read back later",
+			steps:  []step{create, wait(validFor + time.Second), takenBy("replica-b"), get, wait(time.Second)},
+			lapsed: 2 * time.Second,
+		},
+		{name: "not once taken again", steps: []step{create, release, wait(time.Minute), renew}, lapsed: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			g := New(clk, validFor)
+			f := &fakeLock{clock: clk}
+			l := g.Lock(f)
+			for _, s := range tc.steps {
+				s(t, l, f)
+			}
+			if got := g.Lapsed(clk.Now()); got != tc.lapsed {
+				t.Errorf("Lapsed = %v, want %v", got, tc.lapsed)
+			}
+		})
+	}
+}
+
 func TestGateLockPassesEveryCallOn(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	f := &fakeLock{clock: clk}

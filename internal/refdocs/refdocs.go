@@ -143,7 +143,7 @@ func Metrics(collectors []prometheus.Collector) (string, error) {
 	var b bytes.Buffer
 	b.WriteString(generated)
 	b.WriteString("# Metrics\n\n")
-	b.WriteString("Served at `/metrics` on `--metrics-bind-address`. Names that start with `node_collector_` or " +
+	b.WriteString("Served at `/metrics` on the secure port (`--secure-port`), and on `--metrics-bind-address` when it is set. Names that start with `node_collector_` or " +
 		"`taint_eviction_controller_` are kube-controller-manager's, with its meaning, so that dashboards and " +
 		"alerts built on them keep working. controller-runtime's own metrics (`controller_runtime_reconcile_*`, " +
 		"`workqueue_*`, `rest_client_*`) and the Go runtime's come with them.\n\n")

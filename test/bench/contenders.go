@@ -184,31 +184,26 @@ func upstreamServing(dir string, profile bool) (servingFlags, error) {
 	return s, nil
 }
 
-// oursServing serves our controller's probes, metrics and, when asked for,
-// profiles on free loopback ports.
+// oursServing serves our controller's probes and metrics on its secure
+// port, as upstream's are served above, and, when asked for, profiles on a
+// free loopback port.
 func oursServing(_ string, profile bool) (servingFlags, error) {
-	var addrs [3]string
-	for i := range addrs {
-		a, err := harness.FreeLocalAddr()
+	port, err := harness.NewSecurePort()
+	if err != nil {
+		return servingFlags{}, err
+	}
+	s := servingFlags{
+		args:     append(port.Flags("/metrics"), "--authentication-skip-lookup"),
+		readyURL: port.URL("/healthz"),
+		client:   port.Client,
+	}
+	if profile {
+		addr, err := harness.FreeLocalAddr()
 		if err != nil {
 			return servingFlags{}, err
 		}
-		addrs[i] = a
-	}
-	s := servingFlags{
-		args: []string{
-			// Plain HTTP on loopback, as upstream's paths are left open to
-			// the bench above.
-			"--metrics-bind-address=" + addrs[0],
-			"--metrics-secure=false",
-			"--health-probe-bind-address=" + addrs[1],
-		},
-		readyURL: "http://" + addrs[1] + "/readyz",
-		client:   &http.Client{Timeout: 2 * time.Second},
-	}
-	if profile {
-		s.args = append(s.args, "--pprof-bind-address="+addrs[2])
-		s.profileURL = "http://" + addrs[2] + "/debug/pprof/profile"
+		s.args = append(s.args, "--pprof-bind-address="+addr)
+		s.profileURL = "http://" + addr + "/debug/pprof/profile"
 	}
 	return s, nil
 }

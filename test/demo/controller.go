@@ -29,8 +29,8 @@ type controller struct {
 // controllerFlags are the flags the demo runs the controller with: the
 // kube-controller-manager flag names, with seconds where a real cluster has
 // minutes.
-func controllerFlags(kubeconfig, metricsAddr, probeAddr string) []string {
-	return []string{
+func controllerFlags(kubeconfig string, port harness.SecurePort) []string {
+	return append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--node-monitor-period=" + monitorPeriod.String(),
@@ -39,11 +39,9 @@ func controllerFlags(kubeconfig, metricsAddr, probeAddr string) []string {
 		"--pod-eviction-timeout=" + podEvictTimeout.String(),
 		"--node-eviction-rate=" + strconv.FormatFloat(evictionRate, 'f', -1, 64),
 		"--partition-freeze-cooldown=" + freezeCooldown.String(),
-		// Loopback, read by the demo itself: plain HTTP needs no token.
-		"--metrics-bind-address=" + metricsAddr,
-		"--metrics-secure=false",
-		"--health-probe-bind-address=" + probeAddr,
-	}
+		// The secure port on loopback, read by the demo itself: its metrics
+		// are open to any caller there.
+	}, port.Flags("/metrics")...)
 }
 
 // startController writes a kubeconfig for the control plane into outDir and
@@ -57,16 +55,12 @@ func startController(ctx context.Context, env *envtest.Environment, path, outDir
 	if err := harness.WriteKubeconfig(env, "node-lifecycle-controller", kubeconfigPath); err != nil {
 		return nil, err
 	}
-	metricsAddr, err := harness.FreeLocalAddr()
-	if err != nil {
-		return nil, err
-	}
-	probeAddr, err := harness.FreeLocalAddr()
+	port, err := harness.NewSecurePort()
 	if err != nil {
 		return nil, err
 	}
 
-	flags := controllerFlags(kubeconfigPath, metricsAddr, probeAddr)
+	flags := controllerFlags(kubeconfigPath, port)
 	fmt.Printf("Starting %s %s ...\n", path, strings.Join(flags[1:], " "))
 	proc, err := harness.StartProcess(path, flags, log)
 	if err != nil {
@@ -74,10 +68,10 @@ func startController(ctx context.Context, env *envtest.Environment, path, outDir
 	}
 	c := &controller{
 		Process:    proc,
-		metricsURL: "http://" + metricsAddr + "/metrics",
-		http:       &http.Client{Timeout: 2 * time.Second},
+		metricsURL: port.URL("/metrics"),
+		http:       port.Client,
 	}
-	if err := c.WaitReady(ctx, c.http, "http://"+probeAddr+"/readyz", time.Minute); err != nil {
+	if err := c.WaitReady(ctx, c.http, port.URL("/readyz"), time.Minute); err != nil {
 		c.stop()
 		return nil, err
 	}

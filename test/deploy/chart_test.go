@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
 )
 
 // helm is the binary `make helm` builds.
@@ -51,7 +53,7 @@ func TestChartPassesStrictLint(t *testing.T) {
 	for _, values := range [][]string{
 		nil,
 		{"namespace.create=true", "prometheus.enable=true"},
-		{"metrics.secure=false", "prometheus.enable=true"},
+		{"securePort=12345", "prometheus.enable=true"},
 		{"metrics.enable=false", "rbac.enable=false", "crd.enable=false"},
 	} {
 		name := strings.Join(values, ",")
@@ -109,55 +111,79 @@ func TestChartValues(t *testing.T) {
 		if len(find(objs, "ServiceMonitor")) > 0 {
 			t.Error("The chart renders a ServiceMonitor without prometheus.enable: it would not install without the Prometheus operator")
 		}
-		opts := parseFlags(t, manager(t, objs).Args)
-		if !opts.MetricsSecure {
-			t.Error("Metrics are not served over HTTPS by default")
+		if got := checkServesOnTheSecurePort(t, manager(t, objs)); got != serving.DefaultSecurePort {
+			t.Errorf("The secure port is %d, want the binary's default %d", got, serving.DefaultSecurePort)
 		}
-		checkMetricsService(t, objs, "https")
+		checkMetricsService(t, objs, metricsServicePort)
+		for _, name := range []string{"node-lifecycle-metrics-auth-role", "node-lifecycle-metrics-reader"} {
+			if !has(objs, "ClusterRole", name) {
+				t.Errorf("No ClusterRole %s", name)
+			}
+		}
 	})
 
+	// A release upgraded with --reuse-values keeps the values it was
+	// installed with, those of a chart without securePort; setting it to
+	// null removes it the same way.
+	t.Run("no securePort, as after an upgrade with --reuse-values", func(t *testing.T) {
+		want := manager(t, renderChart(t, namespace))
+		got := manager(t, renderChart(t, namespace, "securePort=null"))
+		if d := diff.Diff(want, got); d != "" {
+			t.Errorf("The container differs from the defaults' (-defaults +without securePort):\n%s", d)
+		}
+	})
+
+	t.Run("securePort=12345", func(t *testing.T) {
+		objs := renderChart(t, namespace, "securePort=12345")
+		if got := checkServesOnTheSecurePort(t, manager(t, objs)); got != 12345 {
+			t.Errorf("The secure port is %d, want 12345", got)
+		}
+		// The Service's own port stays metrics.port; it leads to the new one.
+		checkMetricsService(t, objs, metricsServicePort)
+		for _, port := range []string{"0", "65536", "https"} {
+			_, err := renderChartErr(t, namespace, "securePort="+port)
+			if err == nil || !strings.Contains(err.Error(), "securePort") {
+				t.Errorf("securePort=%s renders with error %v, want one about securePort", port, err)
+			}
+		}
+	})
+
+	// Metrics are served over HTTPS only now: a value that asks for plain
+	// HTTP must fail, saying why, rather than be ignored.
 	t.Run("metrics.secure=false", func(t *testing.T) {
-		objs := renderChart(t, namespace, "metrics.secure=false", "prometheus.enable=true")
-		if opts := parseFlags(t, manager(t, objs).Args); opts.MetricsSecure {
-			t.Errorf("Args %q serve metrics over HTTPS", manager(t, objs).Args)
+		_, err := renderChartErr(t, namespace, "metrics.secure=false", "prometheus.enable=true")
+		if err == nil {
+			t.Fatal("The chart renders with metrics.secure=false, which it no longer honors")
 		}
-		// Plain HTTP metrics are open to anyone: no roles to check callers.
-		for _, name := range []string{"node-lifecycle-metrics-auth-role", "node-lifecycle-metrics-reader"} {
-			if has(objs, "ClusterRole", name) {
-				t.Errorf("ClusterRole %s is rendered, but the controller checks no caller", name)
+		for _, why := range []string{"metrics.secure", "HTTPS", "docs/upgrading.md"} {
+			if !strings.Contains(err.Error(), why) {
+				t.Errorf("The chart refuses metrics.secure=false with %q, which does not mention %s", err, why)
 			}
 		}
-		if has(objs, "ClusterRoleBinding", "node-lifecycle-metrics-auth-rolebinding") {
-			t.Error("ClusterRoleBinding node-lifecycle-metrics-auth-rolebinding is rendered, but the controller checks no caller")
-		}
-		checkMetricsService(t, objs, "http")
-		mon := one(t, objs, "ServiceMonitor")
-		endpoints, _, _ := unstructured.NestedSlice(mon.Object, "spec", "endpoints")
-		for _, e := range endpoints {
-			e := e.(map[string]any)
-			if e["port"] != "http" || e["scheme"] != "http" {
-				t.Errorf("ServiceMonitor scrapes port %v with scheme %v, want http and http", e["port"], e["scheme"])
-			}
-			if _, ok := e["bearerTokenFile"]; ok {
-				t.Error("ServiceMonitor sends a bearer token over plain HTTP")
-			}
+		// The old default, which --reuse-values carries over, is what the
+		// chart does anyway.
+		if d := diff.Diff(renderChart(t, namespace), renderChart(t, namespace, "metrics.secure=true")); d != "" {
+			t.Errorf("metrics.secure=true renders other objects than the defaults (-defaults +metrics.secure=true):\n%s", d)
 		}
 	})
 
 	t.Run("metrics.enable=false", func(t *testing.T) {
 		objs := renderChart(t, namespace, "metrics.enable=false")
-		ctr := manager(t, objs)
-		if opts := parseFlags(t, ctr.Args); opts.MetricsBindAddress != "0" {
-			t.Errorf("--metrics-bind-address=%s, want 0", opts.MetricsBindAddress)
-		}
-		if len(ctr.Ports) != 1 || ctr.Ports[0].Name != "health" {
-			t.Errorf("Container has ports %v, want health only", ctr.Ports)
-		}
+		// The probes still need the secure port, which serves /metrics
+		// anyway, to callers allowed to get it.
+		checkServesOnTheSecurePort(t, manager(t, objs))
 		if len(find(objs, "Service")) > 0 {
 			t.Error("The chart renders a metrics Service without metrics")
 		}
-		if has(objs, "ClusterRole", "node-lifecycle-metrics-auth-role") || has(objs, "ClusterRole", "node-lifecycle-metrics-reader") {
-			t.Error("The chart renders the metrics ClusterRoles without metrics")
+		if has(objs, "ClusterRole", "node-lifecycle-metrics-reader") {
+			t.Error("The chart renders the metrics-reader ClusterRole without metrics")
+		}
+		// The secure port checks its callers whatever metrics.enable.
+		if !has(objs, "ClusterRole", "node-lifecycle-metrics-auth-role") || !has(objs, "ClusterRoleBinding", "node-lifecycle-metrics-auth-rolebinding") {
+			t.Error("The chart leaves out the role with which the secure port checks its callers")
+		}
+		if !has(objs, "RoleBinding", "node-lifecycle-authentication-reader") {
+			t.Error("The chart leaves out the authentication reader RoleBinding, without which the controller trusts no client certificate")
 		}
 		if _, err := renderChartErr(t, namespace, "metrics.enable=false", "prometheus.enable=true"); err == nil {
 			t.Error("The chart renders a ServiceMonitor with nothing to scrape")
@@ -259,7 +285,7 @@ func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
 	// Prometheus operator CRDs to judge it with. TestChartRendersTheInstaller
 	// compares it with config/prometheus's instead.
 	objs := renderChart(t, namespace, "namespace.create=true")
-	c, warnings := startAPIServer(t)
+	_, c, warnings := startAPIServer(t)
 	ctx := t.Context()
 	installOn(t, c, objs)
 	if t.Failed() {
@@ -268,7 +294,7 @@ func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
 
 	// The values the installer has no counterpart of change the Deployment,
 	// the Service and the RBAC; the Namespace and the CRD above stay.
-	for _, values := range [][]string{{"metrics.secure=false"}, {"metrics.enable=false"}, {"rbac.enable=false"}} {
+	for _, values := range [][]string{{"securePort=12345"}, {"metrics.enable=false"}, {"rbac.enable=false"}} {
 		t.Run(strings.Join(values, ","), func(t *testing.T) {
 			objs := renderChart(t, namespace, values...)
 			for _, obj := range objs {
@@ -469,24 +495,6 @@ func manager(t *testing.T, objs []*unstructured.Unstructured) corev1.Container {
 		t.Fatalf("Deployment has %d containers, want 1", len(dep.Spec.Template.Spec.Containers))
 	}
 	return dep.Spec.Template.Spec.Containers[0]
-}
-
-// checkMetricsService checks that the metrics Service of objs exposes, under
-// a port called name, the container port the binary serves metrics on.
-func checkMetricsService(t *testing.T, objs []*unstructured.Unstructured, name string) {
-	t.Helper()
-	ctr := manager(t, objs)
-	serving := bindPort(t, parseFlags(t, ctr.Args).MetricsBindAddress)
-	if got := containerPort(t, ctr, name).ContainerPort; got != serving {
-		t.Errorf("Container port %s is %d, but the binary serves metrics on %d", name, got, serving)
-	}
-	svc := convert[corev1.Service](t, one(t, objs, "Service"))
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != name {
-		t.Fatalf("Service %s has ports %v, want one named %s", svc.Name, svc.Spec.Ports, name)
-	}
-	if got := resolve(t, ctr, svc.Spec.Ports[0].TargetPort); got != serving {
-		t.Errorf("Service %s targets port %d, but the binary serves metrics on %d", svc.Name, got, serving)
-	}
 }
 
 // has reports whether objs hold an object of kind called name.

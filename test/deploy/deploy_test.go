@@ -8,12 +8,10 @@ import (
 	goflag "flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -45,9 +44,23 @@ const repoRoot = "../.."
 // renders with.
 var kustomize = filepath.Join(repoRoot, "bin", "kustomize")
 
-// metricsPort names the port that serves metrics, in the Deployment and the
-// Service, as in a kubebuilder project.
-const metricsPort = "https"
+// securePortName names the container port of the binary's secure port, which
+// serves the probes and the metrics, and the metrics Service's port that
+// leads to it.
+const securePortName = "https"
+
+// metricsServicePort is the metrics Service's port: where the metrics were
+// served before the secure port, kept so that scrapers of the Service need
+// no change.
+const metricsServicePort = 8443
+
+// builtInRoles are the roles the controller is bound to that Kubernetes
+// itself makes, and the installer does not render.
+var builtInRoles = []string{
+	// The client CA of the secure port, in kube-system's ConfigMap
+	// extension-apiserver-authentication.
+	"Role kube-system/extension-apiserver-authentication-reader",
+}
 
 // forPeople are the ClusterRoles the installer offers to users and to the
 // metrics scraper, not to the controller.
@@ -63,7 +76,7 @@ var strict = client.FieldValidation(metav1.FieldValidationStrict)
 
 func TestInstallerIsAcceptedByTheAPIServer(t *testing.T) {
 	objs := render(t, "config/default")
-	c, warnings := startAPIServer(t)
+	_, c, warnings := startAPIServer(t)
 	ctx := t.Context()
 	installOn(t, c, objs)
 	pod := podOf(t, objs)
@@ -129,34 +142,7 @@ func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
 		t.Errorf("--leader-elect-resource-namespace=%s, want the pod's own namespace", opts.LeaderElection.ResourceNamespace)
 	}
 
-	metrics := containerPort(t, ctr, metricsPort)
-	if want := bindPort(t, opts.MetricsBindAddress); metrics.ContainerPort != want {
-		t.Errorf("Port %s is %d, but the binary serves metrics on %d", metricsPort, metrics.ContainerPort, want)
-	}
-	if !opts.MetricsSecure {
-		t.Error("The binary serves metrics without checking who asks: want --metrics-secure")
-	}
-	health := bindPort(t, opts.HealthProbeBindAddress)
-	for _, p := range []struct {
-		name  string
-		probe *corev1.Probe
-		path  string
-	}{
-		{"liveness", ctr.LivenessProbe, "/healthz"},
-		{"readiness", ctr.ReadinessProbe, "/readyz"},
-	} {
-		if p.probe == nil || p.probe.HTTPGet == nil {
-			t.Errorf("No HTTP %s probe", p.name)
-			continue
-		}
-		get := p.probe.HTTPGet
-		if get.Path != p.path {
-			t.Errorf("The %s probe gets %s, want %s", p.name, get.Path, p.path)
-		}
-		if got := resolve(t, ctr, get.Port); got != health {
-			t.Errorf("The %s probe gets port %d, but the binary serves probes on %d", p.name, got, health)
-		}
-	}
+	checkServesOnTheSecurePort(t, ctr)
 
 	psc := spec.SecurityContext
 	if psc == nil || !ptr.Deref(psc.RunAsNonRoot, false) {
@@ -215,12 +201,17 @@ func TestBindingsGrantEveryRoleToTheServiceAccount(t *testing.T) {
 	for _, r := range find(objs, "Role") {
 		bound["Role "+r.GetNamespace()+"/"+r.GetName()] = false
 	}
+	// The built-in roles the controller needs must be bound too, though
+	// the installer does not hold them.
+	for _, role := range builtInRoles {
+		bound[role] = false
+	}
 	checkRoleRef := func(binding, role string) {
 		if name, ok := strings.CutPrefix(role, "ClusterRole "); ok && slices.Contains(forPeople, name) {
 			t.Errorf("%s grants %s to the controller, which needs none of it", binding, role)
 		}
 		if _, ok := bound[role]; !ok {
-			t.Errorf("%s refers to %s, which the installer does not hold", binding, role)
+			t.Errorf("%s refers to %s, which the installer does not hold and Kubernetes does not make", binding, role)
 		}
 		bound[role] = true
 	}
@@ -300,13 +291,7 @@ func TestServiceMonitorScrapesTheMetricsService(t *testing.T) {
 			t.Errorf("Service %s selects %s=%s, which the Deployment's pods do not carry", svc.Name, k, v)
 		}
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != metricsPort {
-		t.Fatalf("Service %s has ports %v, want one named %s", svc.Name, svc.Spec.Ports, metricsPort)
-	}
-	ctr := dep.Spec.Template.Spec.Containers[0]
-	if got, want := resolve(t, ctr, svc.Spec.Ports[0].TargetPort), containerPort(t, ctr, metricsPort).ContainerPort; got != want {
-		t.Errorf("Service %s targets port %d, want the metrics port %d", svc.Name, got, want)
-	}
+	checkMetricsService(t, objs, metricsServicePort)
 
 	mon := one(t, render(t, "config/prometheus"), "ServiceMonitor")
 	if gv := mon.GroupVersionKind().GroupVersion(); gv != (schema.GroupVersion{Group: "monitoring.coreos.com", Version: "v1"}) {
@@ -416,8 +401,9 @@ func decode(stream []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // startAPIServer starts kube-apiserver and etcd from KUBEBUILDER_ASSETS until
-// the test ends, and returns a client that records the apiserver's warnings.
-func startAPIServer(t *testing.T) (client.Client, *warningRecorder) {
+// the test ends, and returns them and an admin's client that records the
+// apiserver's warnings.
+func startAPIServer(t *testing.T) (*envtest.Environment, client.Client, *warningRecorder) {
 	t.Helper()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -434,12 +420,13 @@ func startAPIServer(t *testing.T) (client.Client, *warningRecorder) {
 		}
 	})
 	warnings := &warningRecorder{}
-	cfg.WarningHandlerWithContext = warnings
-	c, err := client.New(cfg, client.Options{})
+	withWarnings := rest.CopyConfig(cfg)
+	withWarnings.WarningHandlerWithContext = warnings
+	c, err := client.New(withWarnings, client.Options{})
 	if err != nil {
 		t.Fatalf("Create client: %v", err)
 	}
-	return c, warnings
+	return env, c, warnings
 }
 
 // inApplyOrder returns objs with the Namespaces first, then the CRDs, then
@@ -516,18 +503,82 @@ func parseFlags(t *testing.T, args []string) cmdline.Options {
 	return opts
 }
 
-// bindPort returns the port of a bind address such as ":8080".
-func bindPort(t *testing.T, addr string) int32 {
+// checkServesOnTheSecurePort checks that ctr serves its probes and metrics
+// on the secure port its args give, and on nothing else: one container port,
+// securePortName, which both probes get by name over HTTPS, /livez and
+// /readyz. It returns the port.
+func checkServesOnTheSecurePort(t *testing.T, ctr corev1.Container) int32 {
 	t.Helper()
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatalf("Bind address %q: %v", addr, err)
+	opts := parseFlags(t, ctr.Args)
+	if !opts.Serving.Enabled() {
+		t.Fatalf("Args %q turn the secure port off, which serves the probes and the metrics", ctr.Args)
 	}
-	n, err := strconv.ParseInt(port, 10, 32)
-	if err != nil {
-		t.Fatalf("Bind address %q: %v", addr, err)
+	// The kubelet probes the pod's IP, not loopback.
+	if ip := opts.Serving.SecureServing.BindAddress; ip.IsLoopback() {
+		t.Errorf("--bind-address=%s: the kubelet cannot probe a port bound to loopback", ip)
 	}
-	return int32(n)
+	serving := int32(opts.Serving.SecureServing.BindPort)
+	if len(ctr.Ports) != 1 {
+		t.Errorf("Container has ports %v, want %s only", ctr.Ports, securePortName)
+	}
+	if got := containerPort(t, ctr, securePortName).ContainerPort; got != serving {
+		t.Errorf("Container port %s is %d, but the binary's secure port is %d", securePortName, got, serving)
+	}
+	// The secure port serves both: nothing else should listen.
+	if opts.MetricsBindAddress != "0" {
+		t.Errorf("--metrics-bind-address=%s serves metrics apart from the secure port", opts.MetricsBindAddress)
+	}
+	if opts.HealthProbeBindAddress != "0" {
+		t.Errorf("--health-probe-bind-address=%s serves probes apart from the secure port", opts.HealthProbeBindAddress)
+	}
+	for _, p := range []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{
+		{"liveness", ctr.LivenessProbe, "/livez"},
+		{"readiness", ctr.ReadinessProbe, "/readyz"},
+	} {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("No HTTP %s probe", p.name)
+			continue
+		}
+		get := p.probe.HTTPGet
+		if get.Path != p.path {
+			t.Errorf("The %s probe gets %s, want %s", p.name, get.Path, p.path)
+		}
+		if get.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("The %s probe gets with scheme %q, want HTTPS", p.name, get.Scheme)
+		}
+		// By name, so that the probe follows the port when it moves.
+		if get.Port != intstr.FromString(securePortName) {
+			t.Errorf("The %s probe gets port %s, want the one named %s", p.name, get.Port.String(), securePortName)
+		}
+		if got := resolve(t, ctr, get.Port); got != serving {
+			t.Errorf("The %s probe gets port %d, but the binary's secure port is %d", p.name, got, serving)
+		}
+	}
+	return serving
+}
+
+// checkMetricsService checks that the metrics Service of objs has one port,
+// securePortName, numbered port, that leads to the secure port of the
+// Deployment's pods.
+func checkMetricsService(t *testing.T, objs []*unstructured.Unstructured, port int32) {
+	t.Helper()
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	serving := checkServesOnTheSecurePort(t, ctr)
+	svc := convert[corev1.Service](t, one(t, objs, "Service"))
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != securePortName {
+		t.Fatalf("Service %s has ports %v, want one named %s", svc.Name, svc.Spec.Ports, securePortName)
+	}
+	if got := svc.Spec.Ports[0].Port; got != port {
+		t.Errorf("Service %s has port %d, want %d", svc.Name, got, port)
+	}
+	if got := resolve(t, ctr, svc.Spec.Ports[0].TargetPort); got != serving {
+		t.Errorf("Service %s targets port %d, but the binary's secure port is %d", svc.Name, got, serving)
+	}
 }
 
 // containerPort returns the port of ctr called name.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,12 +72,17 @@ func startControllerProcessTo(out io.Writer, name, leaseName string, flags ...st
 // plane of env.
 func startControllerProcessOn(env *envtest.Environment, out io.Writer, name, leaseName string, flags ...string) *harness.Process {
 	GinkgoHelper()
-	dir := GinkgoT().TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	Expect(harness.WriteKubeconfig(env, "node-lifecycle-controller-"+name, kubeconfig)).To(Succeed())
-	probeAddr, err := harness.FreeLocalAddr()
+	port, err := harness.NewSecurePort()
 	Expect(err).NotTo(HaveOccurred())
-	args := append([]string{
+	return startControllerProcessAt(env, out, port, name, leaseName, flags...)
+}
+
+// startControllerProcessAt is startControllerProcessOn with the secure port
+// at port.
+func startControllerProcessAt(env *envtest.Environment, out io.Writer, port harness.SecurePort, name, leaseName string, flags ...string) *harness.Process {
+	GinkgoHelper()
+	kubeconfig := writeKubeconfigOn(env, "node-lifecycle-controller-"+name)
+	args := append(append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace=default",
@@ -92,12 +96,25 @@ func startControllerProcessOn(env *envtest.Environment, out io.Writer, name, lea
 		"--pod-eviction-timeout=" + evictTimeout.String(),
 		"--node-eviction-rate=" + strconv.Itoa(evictionRate),
 		"--partition-freeze-cooldown=" + grace.String(),
-		"--metrics-bind-address=0",
-		"--health-probe-bind-address=" + probeAddr,
-	}, flags...)
+	}, port.Flags()...), flags...)
 	p, err := harness.StartProcess(controllerBinary(), args, out)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = p.Stop(10 * time.Second) })
-	Expect(p.WaitReady(context.Background(), http.DefaultClient, "http://"+probeAddr+"/readyz", time.Minute)).To(Succeed())
+	Expect(p.WaitReady(context.Background(), port.Client, port.URL("/readyz"), time.Minute)).To(Succeed())
 	return p
+}
+
+// writeKubeconfig writes a kubeconfig for a new user in system:masters on
+// the suite's control plane, and returns its path.
+func writeKubeconfig(user string) string {
+	GinkgoHelper()
+	return writeKubeconfigOn(testEnv, user)
+}
+
+// writeKubeconfigOn is writeKubeconfig on the control plane of env.
+func writeKubeconfigOn(env *envtest.Environment, user string) string {
+	GinkgoHelper()
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(harness.WriteKubeconfig(env, user, path)).To(Succeed())
+	return path
 }

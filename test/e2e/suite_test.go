@@ -152,7 +152,9 @@ func runManager(mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ct
 // runManagerOn is runManager with the manager reaching the apiserver by
 // restCfg.
 func runManagerOn(restCfg *rest.Config, mgrOpts func(*ctrl.Options), tune ...func(*options.Options)) (ctrl.Manager, func()) {
-	return runManagerBuilt(controllers.NewManager, restCfg, mgrOpts, tune...)
+	return runManagerBuilt(func(restCfg *rest.Config, o ctrl.Options, opts options.Options) (ctrl.Manager, error) {
+		return controllers.NewManager(restCfg, o, opts)
+	}, restCfg, mgrOpts, tune...)
 }
 
 // startControllerSetUpElsewhere is startController with the controllers

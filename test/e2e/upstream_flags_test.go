@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,45 +17,54 @@ import (
 // kubeadmCommandLine is the command line kubeadm gives kube-controller-manager
 // (its static pod manifest, v1.37), without --kubeconfig, which the spec
 // sets, followed by the node lifecycle flags kube-controller-manager's
-// reference lists, at values an operator might have chosen.
-var kubeadmCommandLine = []string{
-	"--allocate-node-cidrs=true",
-	"--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
-	"--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
-	"--bind-address=127.0.0.1",
-	"--client-ca-file=/etc/kubernetes/pki/ca.crt",
-	"--cluster-cidr=10.244.0.0/16",
-	"--cluster-name=kubernetes",
-	"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
-	"--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
-	"--controllers=*,bootstrapsigner,tokencleaner",
-	"--leader-elect=true",
-	"--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
-	"--root-ca-file=/etc/kubernetes/pki/ca.crt",
-	"--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
-	"--service-cluster-ip-range=10.96.0.0/12",
-	"--use-service-account-credentials=true",
-	"--node-monitor-period=1s",
-	"--node-eviction-rate=0.2",
-	"--secondary-node-eviction-rate=0.02",
-	"--large-cluster-size-threshold=40",
-	"--unhealthy-zone-threshold=0.5",
-	"--kube-api-qps=20",
-	"--kube-api-burst=30",
-	"--kube-api-content-type=application/vnd.kubernetes.protobuf",
-	"--profiling",
-	"--v=2",
+// reference lists, at values an operator might have chosen. The files it
+// names are the suite's: kubeconfig, a kubeconfig of the suite's control
+// plane, in place of /etc/kubernetes/controller-manager.conf, and clientCA,
+// the control plane's client CA, in place of /etc/kubernetes/pki/ca.crt and
+// front-proxy-ca.crt.
+func kubeadmCommandLine(kubeconfig, clientCA string) []string {
+	return []string{
+		"--allocate-node-cidrs=true",
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--client-ca-file=" + clientCA,
+		"--cluster-cidr=10.244.0.0/16",
+		"--cluster-name=kubernetes",
+		"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--leader-elect=true",
+		"--requestheader-client-ca-file=" + clientCA,
+		"--root-ca-file=/etc/kubernetes/pki/ca.crt",
+		"--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+		"--service-cluster-ip-range=10.96.0.0/12",
+		"--use-service-account-credentials=true",
+		"--node-monitor-period=1s",
+		"--node-eviction-rate=0.2",
+		"--secondary-node-eviction-rate=0.02",
+		"--large-cluster-size-threshold=40",
+		"--unhealthy-zone-threshold=0.5",
+		"--kube-api-qps=20",
+		"--kube-api-burst=30",
+		"--kube-api-content-type=application/vnd.kubernetes.protobuf",
+		"--profiling",
+		"--v=2",
+	}
 }
 
 var _ = Describe("A kube-controller-manager command line", func() {
 	It("starts the binary unchanged, and says which flags have no effect here", func() {
 		out := gbytes.NewBuffer()
 		id := rand.String(5)
-		startControllerProcessTo(io.MultiWriter(GinkgoWriter, out), "kcm-"+id, "kcm-"+id, kubeadmCommandLine...)
-		for _, flag := range []string{"allocate-node-cidrs", "controllers", "bind-address", "use-service-account-credentials", "profiling"} {
+		flags := kubeadmCommandLine(writeKubeconfig("kcm-auth-"+id), filepath.Join(certDir, "client-cert-auth-ca.crt"))
+		startControllerProcessTo(io.MultiWriter(GinkgoWriter, out), "kcm-"+id, "kcm-"+id, flags...)
+		for _, flag := range []string{"allocate-node-cidrs", "controllers", "use-service-account-credentials", "profiling"} {
 			Expect(string(out.Contents())).To(MatchRegexp(`Accepted a kube-controller-manager flag that has no effect here.*flag="%s"`, flag))
 		}
-		Expect(string(out.Contents())).NotTo(ContainSubstring(`flag="node-monitor-period"`), "a flag this binary acts on is not noted")
+		for _, flag := range []string{"node-monitor-period", "bind-address", "authentication-kubeconfig", "client-ca-file"} {
+			Expect(string(out.Contents())).NotTo(ContainSubstring(`flag="`+flag+`"`), "--%s, which this binary acts on, is noted", flag)
+		}
 	})
 
 	It("fails with one readable line per flag whose value this binary cannot honor", func() {

@@ -33,9 +33,33 @@ app.kubernetes.io/name: {{ include "chart.name" . }}
 {{- end }}
 
 {{/*
-The scheme, and the name of the container and Service port, of the metrics
-server: HTTPS unless metrics.secure is false.
+The controller's secure port: securePort, which must be a port number, since
+the probes and the metrics Service reach the controller on it (0, which
+turns the port off, would leave them nothing to reach). A release upgraded
+with --reuse-values keeps the values of the chart it was installed with,
+which had no securePort: it gets the default of values.yaml.
 */}}
-{{- define "chart.metricsScheme" -}}
-{{- if .Values.metrics.secure }}https{{ else }}http{{ end }}
+{{- define "chart.securePort" -}}
+{{- if not (hasKey .Values "securePort") -}}
+10263
+{{- else -}}
+{{- $port := .Values.securePort -}}
+{{- if not (and (or (kindIs "float64" $port) (kindIs "int64" $port) (kindIs "int" $port)) (ge (int $port) 1) (le (int $port) 65535)) -}}
+{{- fail (printf "securePort is %v: want a port number from 1 to 65535, where the probes and the metrics Service reach the controller" $port) -}}
+{{- end -}}
+{{- int $port -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Fails on values the chart no longer honors, saying what to do instead.
+metrics.secure is gone: the controller serves /metrics over HTTPS only. A
+release upgraded with --reuse-values keeps the old default, true, which is
+what the chart does, so only another value fails.
+*/}}
+{{- define "chart.checkValues" -}}
+{{- $metrics := .Values.metrics | default dict -}}
+{{- if and (kindIs "map" $metrics) (hasKey $metrics "secure") (ne (toString $metrics.secure) "true") -}}
+{{- fail "metrics.secure=false is no longer supported: the controller serves /metrics only over HTTPS, on its secure port (securePort), to callers the apiserver authenticates and allows to get /metrics (bind the ClusterRole node-lifecycle-metrics-reader to your scraper). Remove metrics.secure from your values; see docs/upgrading.md" -}}
+{{- end -}}
 {{- end }}
