@@ -39,9 +39,6 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/status"
 )
 
-// serviceAccountNamespace is where a pod learns its own namespace.
-const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		if !errors.Is(err, pflag.ErrHelp) {
@@ -168,7 +165,7 @@ func managerOptions(opts cmdline.Options) ctrl.Options {
 		LeaderElection:             opts.LeaderElection.LeaderElect,
 		LeaderElectionResourceLock: opts.LeaderElection.ResourceLock,
 		LeaderElectionID:           opts.LeaderElection.ResourceName,
-		LeaderElectionNamespace:    leaderElectionNamespace(opts.LeaderElection.ResourceNamespace),
+		LeaderElectionNamespace:    opts.LeaderElection.ResourceNamespace,
 		LeaseDuration:              &opts.LeaderElection.LeaseDuration.Duration,
 		RenewDeadline:              &opts.LeaderElection.RenewDeadline.Duration,
 		RetryPeriod:                &opts.LeaderElection.RetryPeriod.Duration,
@@ -211,20 +208,6 @@ func restConfig(master, path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("invalid --kubeconfig=%s: %w", path, err)
 	}
 	return cfg, nil
-}
-
-// leaderElectionNamespace picks the namespace of the leader election Lease:
-// the flag, else the pod's own namespace, else kube-system.
-func leaderElectionNamespace(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
-		if ns := strings.TrimSpace(string(b)); ns != "" {
-			return ns
-		}
-	}
-	return "kube-system"
 }
 
 // buildVersion is the release the binary was built as, stamped by the

@@ -46,13 +46,20 @@ func TestHelpExitsZero(t *testing.T) {
 	}
 }
 
-func TestLeaderElectionNamespace(t *testing.T) {
-	if got := leaderElectionNamespace("ops"); got != "ops" {
-		t.Fatalf("flag ignored: %q", got)
+// The Lease is in kube-system wherever the process runs, as
+// kube-controller-manager's, unless the flag says otherwise.
+func TestLeaderElectionLeaseIsInKubeSystemByDefault(t *testing.T) {
+	opts := cmdline.Default()
+	if got := managerOptions(opts).LeaderElectionNamespace; got != "kube-system" {
+		t.Fatalf("Lease in %q by default, want kube-system", got)
 	}
-	// Outside a pod there is no service account namespace file.
-	if got := leaderElectionNamespace(""); got != "kube-system" {
-		t.Fatalf("fallback = %q", got)
+	opts.LeaderElection.ResourceNamespace = "ops"
+	if got := managerOptions(opts).LeaderElectionNamespace; got != "ops" {
+		t.Fatalf("--leader-elect-resource-namespace=ops ignored: %q", got)
+	}
+	opts.LeaderElection.ResourceNamespace = ""
+	if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--leader-elect-resource-namespace") {
+		t.Fatalf("an empty namespace: %v, want it refused", err)
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	DefaultMetricsBindAddress       = "0"
 	DefaultHealthProbeBindAddress   = "0"
 	DefaultLeaderElectionID         = "node-lifecycle-controller"
+	DefaultLeaderElectionNamespace  = "kube-system"
 	DefaultLeaderElectLeaseDuration = 15 * time.Second
 	DefaultLeaderElectRenewDeadline = 10 * time.Second
 	DefaultLeaderElectRetryPeriod   = 2 * time.Second
@@ -58,9 +59,11 @@ type Options struct {
 	KubeAPIBurst int32
 
 	// LeaderElection is kube-controller-manager's leader election
-	// configuration, bound to its flags by k8s.io/component-base. An empty
-	// ResourceNamespace means the namespace the controller runs in, or
-	// kube-system outside a cluster. LeaseDuration is how long a replica
+	// configuration, bound to its flags by k8s.io/component-base. The Lease
+	// is in kube-system by default, wherever the process runs, as
+	// kube-controller-manager's: every replica of every install, and a
+	// process run from a laptop, compete for the one Lease, and one writes.
+	// LeaseDuration is how long a replica
 	// that is not the leader waits, after it last saw the Lease renewed,
 	// before it takes the Lease over: the longest a crashed leader leaves
 	// nodes unjudged.
@@ -116,12 +119,13 @@ func Default() Options {
 		KubeAPIBurst: DefaultKubeAPIBurst,
 		Options:      options.Default(),
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
-			LeaderElect:   true,
-			LeaseDuration: metav1.Duration{Duration: DefaultLeaderElectLeaseDuration},
-			RenewDeadline: metav1.Duration{Duration: DefaultLeaderElectRenewDeadline},
-			RetryPeriod:   metav1.Duration{Duration: DefaultLeaderElectRetryPeriod},
-			ResourceLock:  resourcelock.LeasesResourceLock,
-			ResourceName:  DefaultLeaderElectionID,
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: DefaultLeaderElectLeaseDuration},
+			RenewDeadline:     metav1.Duration{Duration: DefaultLeaderElectRenewDeadline},
+			RetryPeriod:       metav1.Duration{Duration: DefaultLeaderElectRetryPeriod},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      DefaultLeaderElectionID,
+			ResourceNamespace: DefaultLeaderElectionNamespace,
 		},
 		Logs:                   logsapi.NewLoggingConfiguration(),
 		Serving:                serving.NewOptions(),
@@ -204,6 +208,9 @@ func (o *Options) Validate() error {
 	if o.LeaderElection.LeaderElect {
 		if o.LeaderElection.ResourceName == "" {
 			bad("leader-elect-resource-name", `""`, "must not be empty when --leader-elect is set")
+		}
+		if o.LeaderElection.ResourceNamespace == "" {
+			bad("leader-elect-resource-namespace", `""`, "must not be empty when --leader-elect is set")
 		}
 		if o.LeaderElection.ResourceLock != resourcelock.LeasesResourceLock {
 			bad("leader-elect-resource-lock", o.LeaderElection.ResourceLock,

@@ -137,9 +137,10 @@ func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
 	if !slices.Contains(ctr.Args, "--leader-elect=true") || !opts.LeaderElection.LeaderElect {
 		t.Errorf("Args %q, want --leader-elect=true", ctr.Args)
 	}
-	// The leader election Role grants Leases in the pod's own namespace only.
-	if opts.LeaderElection.ResourceNamespace != "" && opts.LeaderElection.ResourceNamespace != dep.Namespace {
-		t.Errorf("--leader-elect-resource-namespace=%s, want the pod's own namespace", opts.LeaderElection.ResourceNamespace)
+	// The leader election Role grants the Lease in kube-system, where every
+	// install and any process run elsewhere compete for it.
+	if opts.LeaderElection.ResourceNamespace != metav1.NamespaceSystem {
+		t.Errorf("--leader-elect-resource-namespace=%s, want %s", opts.LeaderElection.ResourceNamespace, metav1.NamespaceSystem)
 	}
 
 	checkServesOnTheSecurePort(t, ctr)
@@ -251,13 +252,13 @@ func TestBindingsGrantEveryRoleToTheServiceAccount(t *testing.T) {
 	}
 
 	// The namespace transformer must leave the Role for node Leases where
-	// they are, and put the leader election Role where its Lease is: the
-	// pod's own namespace.
+	// they are, and the leader election Role where its Lease is:
+	// kube-system.
 	if !grantsLeases(t, objs, corev1.NamespaceNodeLease, "watch") {
 		t.Errorf("No Role grants watching Leases in %s", corev1.NamespaceNodeLease)
 	}
-	if !grantsLeases(t, objs, dep.Namespace, "update") {
-		t.Errorf("No Role grants updating Leases in %s, where the leader election Lease is", dep.Namespace)
+	if !grantsLeases(t, objs, metav1.NamespaceSystem, "update") {
+		t.Errorf("No Role grants updating Leases in %s, where the leader election Lease is", metav1.NamespaceSystem)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,16 +89,16 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 	binary := buildController(t, dir)
 
 	// The Deployment's own args, then what the pod would otherwise get from
-	// its ServiceAccount mount and its network: the identity, the
-	// namespace of the leader election Lease, and a free loopback port in
-	// place of the container port.
+	// its ServiceAccount mount and its network: the identity, and a free
+	// loopback port in place of the container port. The leader election
+	// Lease is in kube-system by default, where the installer's Role
+	// grants it.
 	port, err := harness.NewSecurePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctr := dep.Spec.Template.Spec.Containers[0]
-	args := append(append(append([]string{}, ctr.Args...), "--kubeconfig="+kubeconfig,
-		"--leader-elect-resource-namespace="+dep.Namespace), port.Flags()...)
+	args := append(append(append([]string{}, ctr.Args...), "--kubeconfig="+kubeconfig), port.Flags()...)
 	logPath := filepath.Join(dir, "controller.log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -120,6 +121,24 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 
 	if err := p.WaitReady(ctx, port.Client, port.URL("/readyz"), time.Minute); err != nil {
 		t.Fatalf("The controller, with the installer's RBAC: %v", err)
+	}
+	// It leads on the Lease in kube-system, the only one its Role grants,
+	// without being told where.
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "node-lifecycle-controller"}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := c.Get(ctx, key, lease)
+		if err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("No leader on the Lease %s: %v", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	metrics := port.URL("/metrics")
 	waitForStatus(t, port.Client, metrics, scraper, http.StatusOK, "node_lifecycle_partition_freeze")
