@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/buildinfo"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
@@ -99,7 +99,7 @@ func run(args []string) error {
 		return configError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
 	}
 	if opts.Version {
-		fmt.Println("node-lifecycle-controller", version())
+		fmt.Println("node-lifecycle-controller", buildinfo.Read(buildVersion))
 		return nil
 	}
 	if err := opts.Validate(); err != nil {
@@ -146,7 +146,9 @@ func run(args []string) error {
 		log.Info("Serving /healthz, /livez, /readyz and /metrics", "address", srv.Addr().String())
 	}
 
-	log.Info("Starting", "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,
+	build := buildinfo.Read(buildVersion)
+	buildinfo.Publish(build)
+	log.Info("Starting", "version", build.String(), "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,
 		"nodeStartupGracePeriod", opts.NodeStartupGracePeriod, "nodeMonitorPeriod", opts.NodeMonitorPeriod,
 		"leaderElect", opts.LeaderElection.LeaderElect, "leaderElectLeaseDuration", opts.LeaderElection.LeaseDuration.Duration,
 		"leaderElectRenewDeadline", opts.LeaderElection.RenewDeadline.Duration, "leaderElectRetryPeriod", opts.LeaderElection.RetryPeriod.Duration)
@@ -214,31 +216,6 @@ func restConfig(master, path string) (*rest.Config, error) {
 // Makefile (-ldflags "-X main.buildVersion=v0.1.0"); empty for a plain go
 // build, which reports the module's version as Go records it.
 var buildVersion string
-
-// version is the release the binary was built as (or the module's version
-// as Go records it), and the commit when the build recorded it.
-func version() string {
-	v := buildVersion
-	bi, ok := debug.ReadBuildInfo()
-	if v == "" {
-		v = "unknown"
-		if ok {
-			v = bi.Main.Version
-		}
-	}
-	if !ok {
-		return v
-	}
-	for _, s := range bi.Settings {
-		switch {
-		case s.Key == "vcs.revision":
-			v += " " + s.Value
-		case s.Key == "vcs.modified" && s.Value == "true":
-			v += " (modified)"
-		}
-	}
-	return v
-}
 
 // statusTimeout bounds the reads of the status subcommand.
 const statusTimeout = time.Minute

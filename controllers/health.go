@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/leadergate"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/probes"
 )
 
 // LeaseLapseTolerance is how long a leader's Lease may have lapsed, by its
@@ -21,7 +22,8 @@ const LeaseLapseTolerance = 20 * time.Second
 
 // Manager is the manager NewManager returns: a controller-runtime manager
 // that also tells how the controllers fare, for the probes of the process
-// that runs them.
+// that runs them. Each check, when asked, sets the metric
+// node_lifecycle_healthcheck of its name.
 type Manager interface {
 	ctrl.Manager
 	// HealthChecks returns the checks that tell whether the process is
@@ -74,6 +76,9 @@ func withHealthChecks(mgr ctrl.Manager, gate *leadergate.Gate, clk clock.Passive
 	ready := map[string]healthz.Checker{"informer-sync": cacheSyncCheck(mgr)}
 	for name, c := range live {
 		ready[name] = c
+	}
+	live, ready = probes.Recorded("livez", live), probes.Recorded("readyz", ready)
+	for name, c := range live {
 		if err := mgr.AddHealthzCheck(name, c); err != nil {
 			return nil, fmt.Errorf("add health check %s: %w", name, err)
 		}

@@ -12,11 +12,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/buildinfo"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/probes"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/refdocs"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/shadow"
 )
@@ -38,7 +40,7 @@ func run(dir, crd string) error {
 	o := cmdline.Default()
 	o.AddFlags(fs)
 	metrics, err := refdocs.Metrics(slices.Concat(nodehealth.Metrics(), podeviction.Metrics(), podscope.Metrics(),
-		shadow.Metrics()))
+		shadow.Metrics(), probes.Metrics(), buildinfo.Metrics()))
 	if err != nil {
 		return err
 	}

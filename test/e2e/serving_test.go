@@ -60,10 +60,12 @@ var _ = Describe("The secure port", func() {
 		Expect(scrape(port.Client, metrics, "not-a-token")()).To(HaveField("Status", http.StatusUnauthorized))
 		Expect(scrape(port.Client, metrics, stranger)()).To(HaveField("Status", http.StatusForbidden))
 
-		By("serving /metrics to a caller bound to the reader role")
+		By("serving /metrics to a caller bound to the reader role, with the build and the checks' outcomes")
 		Eventually(scrape(port.Client, metrics, scraper)).Should(And(
 			HaveField("Status", http.StatusOK),
 			HaveField("Body", ContainSubstring("node_lifecycle_partition_freeze")),
+			HaveField("Body", MatchRegexp(`node_lifecycle_build_info\{client_go_version="v0\.[^"]+",go_version="go[^"]+",revision="[^"]*",version="[^"]+"\} 1`)),
+			HaveField("Body", ContainSubstring(`node_lifecycle_healthcheck{name="informer-sync",type="readyz"} 1`)),
 		))
 
 		By("serving /metrics to a client certificate the apiserver's client CA signed, in system:masters")
