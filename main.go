@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"time"
 
@@ -110,6 +111,12 @@ func run(args []string) error {
 		return configError{err}
 	}
 	cfg.QPS, cfg.Burst = opts.KubeAPIQPS, int(opts.KubeAPIBurst)
+	build := buildinfo.Read(buildVersion)
+	// The requests, and so the field manager of every write, carry the
+	// controller's name whatever the binary is called ("/manager" in the
+	// image): another writer of the nodes' lifecycle state is told apart
+	// by it.
+	cfg.UserAgent = fmt.Sprintf("node-lifecycle-controller/%s (%s/%s)", build.Version, goruntime.GOOS, goruntime.GOARCH)
 	// As kube-controller-manager: the controller sits beside the apiserver,
 	// and gzip on every watch event costs both sides CPU to save bandwidth
 	// nobody is short of.
@@ -146,7 +153,6 @@ func run(args []string) error {
 		log.Info("Serving /healthz, /livez, /readyz and /metrics", "address", srv.Addr().String())
 	}
 
-	build := buildinfo.Read(buildVersion)
 	buildinfo.Publish(build)
 	log.Info("Starting", "version", build.String(), "nodeMonitorGracePeriod", opts.NodeMonitorGracePeriod,
 		"nodeStartupGracePeriod", opts.NodeStartupGracePeriod, "nodeMonitorPeriod", opts.NodeMonitorPeriod,

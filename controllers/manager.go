@@ -20,6 +20,7 @@ import (
 
 	internal "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/leadergate"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/syncinformer"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -78,18 +79,26 @@ func MergeCacheOptions(o cache.Options) cache.Options {
 
 // StripUnread is the cache transform CacheOptions sets: it drops from each
 // object what the controllers never read, before the informer keeps it.
-// Managed fields go from every object; from a Node, the images its kubelet
-// lists in its status (by default up to 50, each with its names and size:
-// most of a real Node's bytes). Only the cached copy is trimmed: the
-// controllers write Nodes with patches of what they change, so nothing
-// dropped here is ever written back, and a Get from the cache returns
-// Nodes without images to any other code that shares it.
+// Managed fields go from every object but a Node in trouble (its Ready
+// condition Unknown, or a node lifecycle taint on it), which keeps, trimmed
+// to that, who last wrote its Ready condition and its taints: the
+// controllers tell from it when another controller marks or taints nodes
+// beside them. From a Node go the images its kubelet lists in its status
+// (by default up to 50, each with its names and size: most of a real
+// Node's bytes). Only the cached copy is trimmed: the controllers write
+// Nodes with patches of what they change, so nothing dropped here is ever
+// written back, and a Get from the cache returns Nodes without images to
+// any other code that shares it.
 func StripUnread(obj any) (any, error) {
-	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
-		o.SetManagedFields(nil)
-	}
 	if node, ok := obj.(*corev1.Node); ok {
 		node.Status.Images = nil
+		if node.ManagedFields != nil {
+			node.ManagedFields = owners.Trim(node, node.ManagedFields)
+		}
+		return obj, nil
+	}
+	if o, err := meta.Accessor(obj); err == nil && o.GetManagedFields() != nil {
+		o.SetManagedFields(nil)
 	}
 	return obj, nil
 }

@@ -109,4 +109,15 @@ func TestStripUnreadDropsImagesAndManagedFieldsOnly(t *testing.T) {
 	if got, _ := StripUnread(lease); got.(*coordinationv1.Lease).ManagedFields != nil {
 		t.Error("managed fields kept on a Lease")
 	}
+
+	// A node in trouble keeps who marked it, trimmed to that.
+	marked := node.DeepCopy()
+	marked.Status.Conditions[0].Status = corev1.ConditionUnknown
+	marked.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Subresource: "status", FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{"f:message":{},"f:status":{}}},"f:images":{}}}`)}}
+	got, _ = StripUnread(marked)
+	kept := got.(*corev1.Node).ManagedFields
+	if len(kept) != 1 || kept[0].Manager != "kube-controller-manager" || strings.Contains(kept[0].FieldsV1.GetRawString(), "images") {
+		t.Errorf("a marked Node keeps %+v, want kube-controller-manager's entry trimmed to its mark", kept)
+	}
 }

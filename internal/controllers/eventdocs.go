@@ -48,6 +48,8 @@ func Events() []EventDoc {
 			When: "The node is down in maintenance: its NoExecute taint and evictions are held until the maintenance grace runs out."},
 		{Reason: nodehealth.ReasonMaintenanceHoldEnded, Type: warning, On: "Node", From: node,
 			When: "The maintenance grace ran out, or the maintenance ended with the node still down: it is tainted NoExecute and its pods evicted as any other's."},
+		{Reason: nodehealth.ReasonForeignLifecycleWriter, Type: warning, On: "Node", From: node,
+			When: "Another field manager marked the node Unknown, or kube-controller-manager wrote its taints with a node lifecycle taint among them, while this controller decides: kube-controller-manager's node lifecycle loops, or another controller, are still on. Told once per write; not in a dry run."},
 		{Reason: podeviction.ReasonTaintManagerEviction, Type: normal, On: "Pod", From: podeviction.EventSource,
 			When: "The pod is being deleted for a NoExecute taint of its node that it does not tolerate, or no longer tolerates."},
 		{Reason: nodehealthpolicy.ReasonEvictionBlocked, Type: warning, On: "NodeHealthPolicy", From: nodehealthpolicy.ControllerName,

@@ -22,6 +22,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
@@ -130,6 +131,9 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	if s.Clock != nil {
 		r.APIClock = s.Clock
+	}
+	if !opts.DryRun {
+		r.FieldManager = owners.ManagerOf(mgr.GetConfig().UserAgent)
 	}
 	var source *nodehealthpolicy.Source
 	if policies {

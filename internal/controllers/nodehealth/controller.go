@@ -78,6 +78,11 @@ type Reconciler struct {
 	APIClock APIClock
 	// Recorder emits events on Nodes.
 	Recorder events.EventRecorder
+	// FieldManager is the field manager this controller's writes carry:
+	// another one that marks or taints nodes is told of (a warning event,
+	// a metric, a log line). Empty turns that off, as for a dry run, which
+	// runs beside another writer on purpose.
+	FieldManager string
 	// Tracker remembers heartbeats between calls.
 	Tracker *health.Tracker
 	// Grace holds the grace periods of nodes no policy selects; the
@@ -106,6 +111,8 @@ type Reconciler struct {
 	// maintenance remembers the nodes held for their maintenance, to tell
 	// each hold's start and end once (maintenance.go).
 	maintenance maintenanceHolds
+	// foreign remembers the other writers already told of (foreign.go).
+	foreign foreignSeen
 	// started is when the controller was set up; nodes created before it
 	// are not announced as registered.
 	started time.Time
@@ -192,6 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	settings := r.settings(ctx, node)
+	r.noticeForeignWriters(ctx, node)
 	d := r.look(ctx, node, lease, settings, now)
 	if d.First && registeredSince(node, r.started) {
 		r.eventRegistered(node)

@@ -81,7 +81,7 @@ var (
 // controller-runtime's registry.
 func Metrics() []prometheus.Collector {
 	return []prometheus.Collector{nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
-		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld}
+		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld, foreignWrites}
 }
 
 func init() { metrics.Registry.MustRegister(Metrics()...) }
