@@ -73,6 +73,9 @@ func TestChartRendersTheInstaller(t *testing.T) {
 	// chart renders the installer's Namespace only with namespace.create.
 	// Rendered into the installer's namespace, it must hold the rest.
 	namespace := one(t, installer, "Namespace").GetName()
+	// config/prometheus holds the ServiceMonitor and the PrometheusRule.
+	withPrometheus := renderWithPrometheus(t)
+	one(t, withPrometheus, "PrometheusRule")
 
 	for _, tc := range []struct {
 		name   string
@@ -86,9 +89,13 @@ func TestChartRendersTheInstaller(t *testing.T) {
 		values: []string{"namespace.create=true"},
 		want:   installer,
 	}, {
-		name:   "prometheus.enable renders config/prometheus's ServiceMonitor",
+		name:   "prometheus.enable renders config/prometheus's ServiceMonitor and PrometheusRule",
 		values: []string{"namespace.create=true", "prometheus.enable=true"},
-		want:   renderWithPrometheus(t),
+		want:   withPrometheus,
+	}, {
+		name:   "prometheus.rules.enable=false renders the ServiceMonitor alone",
+		values: []string{"namespace.create=true", "prometheus.enable=true", "prometheus.rules.enable=false"},
+		want:   slices.DeleteFunc(slices.Clone(withPrometheus), func(o *unstructured.Unstructured) bool { return o.GetKind() == "PrometheusRule" }),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			compareRenders(t, tc.want, renderChart(t, namespace, tc.values...))
@@ -281,9 +288,10 @@ func TestChartValues(t *testing.T) {
 func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
 	const namespace = "node-lifecycle-system"
 	// With the Namespace, so that its Pod Security level judges the pod. The
-	// ServiceMonitor (prometheus.enable) is left out: envtest has no
-	// Prometheus operator CRDs to judge it with. TestChartRendersTheInstaller
-	// compares it with config/prometheus's instead.
+	// ServiceMonitor and PrometheusRule (prometheus.enable) are left out:
+	// envtest has no Prometheus operator CRDs to judge them with.
+	// TestChartRendersTheInstaller compares them with config/prometheus's
+	// instead.
 	objs := renderChart(t, namespace, "namespace.create=true")
 	_, c, warnings := startAPIServer(t)
 	ctx := t.Context()
