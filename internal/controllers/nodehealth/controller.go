@@ -377,6 +377,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	c, gone := r.model().Remove(name, now)
 	r.applyChange(ctx, c, now)
 	r.forgetMaintenance(name)
+	r.foreign.forget(name)
 	if !gone.Known {
 		return
 	}

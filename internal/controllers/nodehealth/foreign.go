@@ -52,6 +52,15 @@ func (f *foreignSeen) first(node, key string) bool {
 	return true
 }
 
+// forget drops what was told of a node that is gone.
+func (f *foreignSeen) forget(node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, what := range []owners.What{owners.Mark, owners.Taints} {
+		delete(f.told, node+"/"+string(what))
+	}
+}
+
 // noticeForeignWriters tells, once each, of another writer of the node's
 // lifecycle state: a mark (Ready Unknown) that another field manager wrote,
 // or a taints list holding a lifecycle taint that kube-controller-manager
