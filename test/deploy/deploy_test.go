@@ -532,16 +532,34 @@ func checkServesOnTheSecurePort(t *testing.T, ctr corev1.Container) int32 {
 	if opts.HealthProbeBindAddress != "0" {
 		t.Errorf("--health-probe-bind-address=%s serves probes apart from the secure port", opts.HealthProbeBindAddress)
 	}
-	for _, p := range []struct {
-		name  string
-		probe *corev1.Probe
-		path  string
-	}{
-		{"liveness", ctr.LivenessProbe, "/livez"},
-		{"readiness", ctr.ReadinessProbe, "/readyz"},
-	} {
+	for name, get := range httpsProbes(t, ctr, probeWant{"liveness", ctr.LivenessProbe, "/livez"},
+		probeWant{"readiness", ctr.ReadinessProbe, "/readyz"}) {
+		// By name, so that the probe follows the port when it moves.
+		if get.Port != intstr.FromString(securePortName) {
+			t.Errorf("The %s probe gets port %s, want the one named %s", name, get.Port.String(), securePortName)
+		}
+		if got := resolve(t, ctr, get.Port); got != serving {
+			t.Errorf("The %s probe gets port %d, but the binary's secure port is %d", name, got, serving)
+		}
+	}
+	return serving
+}
+
+// probeWant is a probe a container must have, and the path it must get.
+type probeWant struct {
+	name  string
+	probe *corev1.Probe
+	path  string
+}
+
+// httpsProbes checks that each probe is an HTTPS GET of its path, as the
+// secure port serves it, and returns the GETs by the probes' names.
+func httpsProbes(t *testing.T, ctr corev1.Container, probes ...probeWant) map[string]*corev1.HTTPGetAction {
+	t.Helper()
+	gets := make(map[string]*corev1.HTTPGetAction, len(probes))
+	for _, p := range probes {
 		if p.probe == nil || p.probe.HTTPGet == nil {
-			t.Errorf("No HTTP %s probe", p.name)
+			t.Errorf("Container %s has no HTTP %s probe", ctr.Name, p.name)
 			continue
 		}
 		get := p.probe.HTTPGet
@@ -549,17 +567,11 @@ func checkServesOnTheSecurePort(t *testing.T, ctr corev1.Container) int32 {
 			t.Errorf("The %s probe gets %s, want %s", p.name, get.Path, p.path)
 		}
 		if get.Scheme != corev1.URISchemeHTTPS {
-			t.Errorf("The %s probe gets with scheme %q, want HTTPS", p.name, get.Scheme)
+			t.Errorf("The %s probe gets with scheme %q, want HTTPS: the secure port serves nothing else", p.name, get.Scheme)
 		}
-		// By name, so that the probe follows the port when it moves.
-		if get.Port != intstr.FromString(securePortName) {
-			t.Errorf("The %s probe gets port %s, want the one named %s", p.name, get.Port.String(), securePortName)
-		}
-		if got := resolve(t, ctr, get.Port); got != serving {
-			t.Errorf("The %s probe gets port %d, but the binary's secure port is %d", p.name, got, serving)
-		}
+		gets[p.name] = get
 	}
-	return serving
+	return gets
 }
 
 // checkMetricsService checks that the metrics Service of objs has one port,

@@ -235,35 +235,17 @@ func checkProbesReachTheSecurePort(t *testing.T, ctr corev1.Container, opts cmdl
 	if len(ctr.Ports) != 1 || ctr.Ports[0].ContainerPort != port {
 		t.Errorf("Container ports %v, want one, %d, the secure port", ctr.Ports, port)
 	}
-	for _, p := range []struct {
-		name  string
-		probe *corev1.Probe
-		path  string
-	}{
-		{"liveness", ctr.LivenessProbe, "/livez"},
-		{"startup", ctr.StartupProbe, "/livez"},
-		{"readiness", ctr.ReadinessProbe, "/readyz"},
-	} {
-		if p.probe == nil || p.probe.HTTPGet == nil {
-			t.Errorf("No HTTP %s probe", p.name)
-			continue
-		}
-		get := p.probe.HTTPGet
-		if get.Path != p.path {
-			t.Errorf("The %s probe gets %s, want %s", p.name, get.Path, p.path)
-		}
-		if get.Scheme != corev1.URISchemeHTTPS {
-			t.Errorf("The %s probe gets with scheme %q, want HTTPS: the secure port serves nothing else", p.name, get.Scheme)
-		}
+	for name, get := range httpsProbes(t, ctr, probeWant{"liveness", ctr.LivenessProbe, "/livez"},
+		probeWant{"startup", ctr.StartupProbe, "/livez"}, probeWant{"readiness", ctr.ReadinessProbe, "/readyz"}) {
 		if got := resolve(t, ctr, get.Port); got != port {
-			t.Errorf("The %s probe gets port %d, but --secure-port is %d", p.name, got, port)
+			t.Errorf("The %s probe gets port %d, but --secure-port is %d", name, got, port)
 		}
 		// On the host's network the kubelet probes the node's address
 		// unless the probe names a host; a port bound to one address
 		// answers only there.
 		host := net.ParseIP(get.Host)
 		if !bind.IsUnspecified() && (host == nil || !host.Equal(bind)) {
-			t.Errorf("The %s probe gets host %q, but --bind-address=%s", p.name, get.Host, bind)
+			t.Errorf("The %s probe gets host %q, but --bind-address=%s", name, get.Host, bind)
 		}
 	}
 }
