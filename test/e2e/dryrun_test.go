@@ -52,6 +52,10 @@ type sideBySide struct {
 	cfg        *rest.Config
 	k8s        client.Client
 	kubeconfig string
+	// kcmConfig is kube-controller-manager's kubeconfig, and kcm the
+	// process last started.
+	kcmConfig string
+	kcm       *harness.Process
 }
 
 // startSideBySide starts the control plane, kube-controller-manager and the
@@ -106,14 +110,27 @@ func startSidePlane() *sideBySide {
 	s := &sideBySide{env: env, cfg: restCfg, k8s: c, kubeconfig: filepath.Join(dir, "admin.kubeconfig")}
 	Expect(harness.WriteKubeconfig(env, "admin", s.kubeconfig)).To(Succeed())
 
-	kcmConfig := filepath.Join(dir, "kcm.kubeconfig")
-	Expect(harness.WriteKubeconfig(env, "kube-controller-manager", kcmConfig)).To(Succeed())
+	s.kcmConfig = filepath.Join(dir, "kcm.kubeconfig")
+	Expect(harness.WriteKubeconfig(env, "kube-controller-manager", s.kcmConfig)).To(Succeed())
+	s.startKubeControllerManager(upstreamLoops)
+	return s
+}
+
+// upstreamLoops names kube-controller-manager's node lifecycle and taint
+// eviction controllers, for --controllers.
+const upstreamLoops = "node-lifecycle-controller,taint-eviction-controller"
+
+// startKubeControllerManager starts kube-controller-manager on the control
+// plane with the controllers given, at the timings the dry run beside it
+// runs with, until the spec ends or it is stopped.
+func (s *sideBySide) startKubeControllerManager(controllers string) *harness.Process {
+	GinkgoHelper()
 	addr, err := harness.FreeLocalAddr()
 	Expect(err).NotTo(HaveOccurred())
 	host, port, _ := strings.Cut(addr, ":")
 	kcm, err := harness.StartProcess(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager"), []string{
-		"--kubeconfig=" + kcmConfig,
-		"--controllers=node-lifecycle-controller,taint-eviction-controller",
+		"--kubeconfig=" + s.kcmConfig,
+		"--controllers=" + controllers,
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
 		"--node-monitor-grace-period=" + sideGrace.String(),
@@ -122,12 +139,13 @@ func startSidePlane() *sideBySide {
 		"--node-eviction-rate=10",
 		"--bind-address=" + host,
 		"--secure-port=" + port,
-		"--cert-dir=" + filepath.Join(dir, "kcm-serving"),
+		"--cert-dir=" + filepath.Join(GinkgoT().TempDir(), "kcm-serving"),
 		"--authentication-skip-lookup",
 	}, GinkgoWriter)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = kcm.Stop(10 * time.Second) })
-	return s
+	s.kcm = kcm
+	return kcm
 }
 
 // startFleet starts six nodes in two zones, a pod on each that tolerates

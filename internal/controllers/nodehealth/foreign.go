@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -62,9 +63,12 @@ func (f *foreignSeen) forget(node string) {
 }
 
 // noticeForeignWriters tells, once each, of another writer of the node's
-// lifecycle state: a mark (Ready Unknown) that another field manager wrote,
-// or a taints list holding a lifecycle taint that kube-controller-manager
-// wrote last. It reads what the cache kept of the managed fields
+// lifecycle state since this controller started: a mark (Ready Unknown)
+// that another field manager wrote, or a taints list holding a lifecycle
+// taint that kube-controller-manager wrote last. Writes from before its
+// start are left alone: at a cut-over, the nodes kube-controller-manager
+// marked before its loops went off are its, and no longer anyone's
+// concern. It reads what the cache kept of the managed fields
 // (controllers.StripUnread), and costs nothing for a node not in trouble.
 func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node) {
 	if r.FieldManager == "" || len(node.ManagedFields) == 0 || !owners.InTrouble(node) {
@@ -74,8 +78,10 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 	if c := readyCondition(node); c != nil && c.Status == corev1.ConditionUnknown {
 		unknown = true
 	}
+	// Managed fields carry whole seconds.
+	since := r.started.Truncate(time.Second)
 	for _, e := range owners.Of(node.ManagedFields) {
-		if e.Manager == r.FieldManager {
+		if e.Manager == r.FieldManager || e.Time.Time.Before(since) {
 			continue
 		}
 		for _, what := range e.Holds {

@@ -26,8 +26,15 @@ func markedBy(manager string, at time.Time) *corev1.Node {
 func TestAForeignMarkIsToldOncePerWrite(t *testing.T) {
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{Recorder: rec, FieldManager: "node-lifecycle-controller"}
+	r := &Reconciler{Recorder: rec, FieldManager: "node-lifecycle-controller", started: at.Add(-time.Minute)}
 	ctx := context.Background()
+
+	// A mark from before the controller started is not told: it is how the
+	// cluster was handed over.
+	r.noticeForeignWriters(ctx, markedBy(kubeControllerManager, at.Add(-2*time.Minute)))
+	if len(rec.Events) != 0 {
+		t.Fatalf("a mark from before the start told: %s", <-rec.Events)
+	}
 
 	r.noticeForeignWriters(ctx, markedBy("node-lifecycle-controller", at))
 	if len(rec.Events) != 0 {
@@ -45,7 +52,7 @@ func TestAForeignMarkIsToldOncePerWrite(t *testing.T) {
 		t.Fatalf("%d events for a second foreign mark, want 1", n)
 	}
 	// A dry run tells nothing.
-	dry := &Reconciler{Recorder: rec}
+	dry := &Reconciler{Recorder: rec, started: r.started}
 	<-rec.Events
 	dry.noticeForeignWriters(ctx, markedBy(kubeControllerManager, at))
 	if n := len(rec.Events); n != 0 {
