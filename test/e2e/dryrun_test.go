@@ -122,8 +122,8 @@ const upstreamLoops = "node-lifecycle-controller,taint-eviction-controller"
 
 // startKubeControllerManager starts kube-controller-manager on the control
 // plane with the controllers given, at the timings the dry run beside it
-// runs with, until the spec ends or it is stopped.
-func (s *sideBySide) startKubeControllerManager(controllers string) *harness.Process {
+// runs with, until the spec ends or s.kcm is stopped.
+func (s *sideBySide) startKubeControllerManager(controllers string) {
 	GinkgoHelper()
 	addr, err := harness.FreeLocalAddr()
 	Expect(err).NotTo(HaveOccurred())
@@ -145,7 +145,6 @@ func (s *sideBySide) startKubeControllerManager(controllers string) *harness.Pro
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = kcm.Stop(10 * time.Second) })
 	s.kcm = kcm
-	return kcm
 }
 
 // startFleet starts six nodes in two zones, a pod on each that tolerates
