@@ -59,8 +59,12 @@ func Load(ctx context.Context, c client.Reader, key types.NamespacedName) (Store
 	return s, nil
 }
 
-// The permissions a dry run needs for its record at the default place.
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,verbs=get;create;update
+// A dry run reads its record with get and writes it with create and
+// update, nothing else. The RBAC for that is not a +kubebuilder:rbac marker,
+// which would grant it to every install on every ConfigMap of kube-system:
+// it is in config/dry-run, the installer of a dry run, and in the chart
+// under dryRun.enable, for the record at its default --dry-run-record
+// alone.
 
 // Store keeps a dry run's Record in a ConfigMap, so that the comparison
 // outlives the process that made it and can be read with the compare

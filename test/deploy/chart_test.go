@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
 // helm is the binary `make helm` builds.
@@ -55,6 +56,8 @@ func TestChartPassesStrictLint(t *testing.T) {
 		{"namespace.create=true", "prometheus.enable=true"},
 		{"securePort=12345", "prometheus.enable=true"},
 		{"metrics.enable=false", "rbac.enable=false", "crd.enable=false"},
+		{"dryRun.enable=true"},
+		{"dryRun.enable=true", "rbac.enable=false"},
 	} {
 		name := strings.Join(values, ",")
 		if name == "" {
@@ -76,6 +79,9 @@ func TestChartRendersTheInstaller(t *testing.T) {
 	// config/prometheus holds the ServiceMonitor and the PrometheusRule.
 	withPrometheus := renderWithPrometheus(t)
 	one(t, withPrometheus, "PrometheusRule")
+	withoutNamespace := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		return slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
+	}
 
 	for _, tc := range []struct {
 		name   string
@@ -83,7 +89,7 @@ func TestChartRendersTheInstaller(t *testing.T) {
 		want   []*unstructured.Unstructured
 	}{{
 		name: "defaults render all but the Namespace",
-		want: slices.DeleteFunc(slices.Clone(installer), func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" }),
+		want: withoutNamespace(installer),
 	}, {
 		name:   "namespace.create renders the Namespace too",
 		values: []string{"namespace.create=true"},
@@ -96,6 +102,11 @@ func TestChartRendersTheInstaller(t *testing.T) {
 		name:   "prometheus.rules.enable=false renders the ServiceMonitor alone",
 		values: []string{"namespace.create=true", "prometheus.enable=true", "prometheus.rules.enable=false"},
 		want:   slices.DeleteFunc(slices.Clone(withPrometheus), func(o *unstructured.Unstructured) bool { return o.GetKind() == "PrometheusRule" }),
+	}, {
+		// --dry-run, and the Role and RoleBinding of the record.
+		name:   "dryRun.enable renders config/dry-run, but the Namespace",
+		values: []string{"dryRun.enable=true"},
+		want:   withoutNamespace(render(t, dryRunInstaller)),
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			compareRenders(t, tc.want, renderChart(t, namespace, tc.values...))
@@ -198,7 +209,8 @@ func TestChartValues(t *testing.T) {
 	})
 
 	t.Run("rbac.enable=false", func(t *testing.T) {
-		objs := renderChart(t, namespace, "rbac.enable=false")
+		// Not even the dry run's record.
+		objs := renderChart(t, namespace, "rbac.enable=false", "dryRun.enable=true")
 		for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 			for _, o := range find(objs, kind) {
 				t.Errorf("The chart renders %s without rbac.enable", describe(o))
@@ -208,6 +220,59 @@ func TestChartValues(t *testing.T) {
 		sa := one(t, objs, "ServiceAccount")
 		if dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment")); dep.Spec.Template.Spec.ServiceAccountName != sa.GetName() {
 			t.Errorf("Deployment runs as %q, want the rendered ServiceAccount %s", dep.Spec.Template.Spec.ServiceAccountName, sa.GetName())
+		}
+	})
+
+	t.Run("dryRun.enable=true", func(t *testing.T) {
+		objs := renderChart(t, namespace, "dryRun.enable=true", "controllerManager.container.args={--leader-elect=true,--node-monitor-grace-period=50s}")
+		args := manager(t, objs).Args
+		// After the user's flags, before the chart's own.
+		if want := []string{"--leader-elect=true", "--node-monitor-grace-period=50s", "--dry-run", fmt.Sprintf("--secure-port=%d", serving.DefaultSecurePort)}; !slices.Equal(args, want) {
+			t.Errorf("Args %q, want %q", args, want)
+		}
+		opts := parseFlags(t, args)
+		if !opts.DryRun || opts.DryRunRecord != options.DefaultDryRunRecord {
+			t.Errorf("Args %q give --dry-run=%t --dry-run-record=%s, want a dry run with the record at its default %s",
+				args, opts.DryRun, opts.DryRunRecord, options.DefaultDryRunRecord)
+		}
+		for _, kind := range []string{"Role", "RoleBinding"} {
+			if !has(objs, kind, "node-lifecycle-dry-run-record") {
+				t.Errorf("No %s node-lifecycle-dry-run-record", kind)
+			}
+		}
+	})
+
+	// A release upgraded with --reuse-values keeps the values of a chart
+	// without dryRun, and so is no dry run; dryRun.enable=false is the
+	// default.
+	t.Run("no dryRun, as after an upgrade with --reuse-values", func(t *testing.T) {
+		defaults := renderChart(t, namespace)
+		for _, values := range [][]string{{"dryRun=null"}, {"dryRun.enable=false"}} {
+			if d := diff.Diff(defaults, renderChart(t, namespace, values...)); d != "" {
+				t.Errorf("%s renders other objects than the defaults (-defaults +%s):\n%s", values, values, d)
+			}
+		}
+	})
+
+	// --dry-run among the user's flags would run a dry run without the
+	// RBAC of its record, which is no longer granted to every install.
+	t.Run("--dry-run in controllerManager.container.args", func(t *testing.T) {
+		for _, arg := range []string{"--dry-run", "--dry-run=true", "--dry-run=1"} {
+			_, err := renderChartErr(t, namespace, "controllerManager.container.args={--leader-elect=true,"+arg+"}")
+			if err == nil || !strings.Contains(err.Error(), "dryRun.enable=true") {
+				t.Errorf("%s among the args renders with error %v, want one that says to set dryRun.enable=true", arg, err)
+			}
+		}
+		// --dry-run=false, or --dry-run-record alone, runs no dry run.
+		for _, args := range []string{"--dry-run=false", "--dry-run-record=ops/record"} {
+			if _, err := renderChartErr(t, namespace, "controllerManager.container.args={--leader-elect=true,"+args+"}"); err != nil {
+				t.Errorf("%s among the args: %v", args, err)
+			}
+		}
+		for _, values := range [][]string{{"dryRun=true"}, {"dryRun.enable=yes"}} {
+			if _, err := renderChartErr(t, namespace, values...); err == nil || !strings.Contains(err.Error(), "dryRun") {
+				t.Errorf("%s renders with error %v, want one about dryRun", values, err)
+			}
 		}
 	})
 
@@ -254,7 +319,7 @@ func TestChartValues(t *testing.T) {
 
 	t.Run("release namespace", func(t *testing.T) {
 		const elsewhere = "ops"
-		objs := renderChart(t, elsewhere, "namespace.create=true")
+		objs := renderChart(t, elsewhere, "namespace.create=true", "dryRun.enable=true")
 		if ns := one(t, objs, "Namespace"); ns.GetName() != elsewhere {
 			t.Errorf("Namespace %s rendered, want the release's %s", ns.GetName(), elsewhere)
 		}
@@ -302,7 +367,7 @@ func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
 
 	// The values the installer has no counterpart of change the Deployment,
 	// the Service and the RBAC; the Namespace and the CRD above stay.
-	for _, values := range [][]string{{"securePort=12345"}, {"metrics.enable=false"}, {"rbac.enable=false"}} {
+	for _, values := range [][]string{{"securePort=12345"}, {"metrics.enable=false"}, {"rbac.enable=false"}, {"dryRun.enable=true"}} {
 		t.Run(strings.Join(values, ","), func(t *testing.T) {
 			objs := renderChart(t, namespace, values...)
 			for _, obj := range objs {

@@ -176,7 +176,19 @@ func TestDeploymentRunsTwoLeaderElectedReplicasUnderRestricted(t *testing.T) {
 }
 
 func TestBindingsGrantEveryRoleToTheServiceAccount(t *testing.T) {
-	objs := render(t, "config/default")
+	for _, dir := range []string{"config/default", dryRunInstaller} {
+		t.Run(dir, func(t *testing.T) {
+			checkBindings(t, render(t, dir))
+		})
+	}
+}
+
+// checkBindings checks that the installer objs runs its Deployment as its
+// ServiceAccount, and binds to it every role it renders but those for
+// people, and the built-in ones it needs, and nothing else; and that the
+// Roles for Leases stay in the namespaces of the Leases.
+func checkBindings(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
 	sa := one(t, objs, "ServiceAccount")
 	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
 	if dep.Spec.Template.Spec.ServiceAccountName != sa.GetName() || dep.Namespace != sa.GetNamespace() {

@@ -3,11 +3,13 @@ package deploy
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -38,24 +41,9 @@ import (
 // certificate's user bound to the installer's metrics-reader ClusterRole,
 // and to no other.
 func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
-	objs := render(t, "config/default")
-	env, c, _ := startAPIServer(t)
+	env, c, objs := applyInstaller(t, "config/default")
 	ctx := t.Context()
-	installOn(t, c, objs)
-	if t.Failed() {
-		return
-	}
-	// installOn created the Namespace and the CRD; the rest for real too.
-	for _, obj := range inApplyOrder(objs) {
-		if obj.GetKind() == "Namespace" || obj.GetKind() == "CustomResourceDefinition" {
-			continue
-		}
-		if err := c.Create(ctx, obj.DeepCopy(), strict); err != nil {
-			t.Fatalf("Create %s: %v", describe(obj), err)
-		}
-	}
 	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
-	sa := convert[corev1.ServiceAccount](t, one(t, objs, "ServiceAccount"))
 
 	// Scrapers bound to the installer's metrics-reader, by token and by
 	// client certificate, and a stranger bound to nothing. They are bound
@@ -83,6 +71,53 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 		t.Fatalf("Bind %s to the scrapers: %v", reader, err)
 	}
 
+	port := runAsInstalled(t, env, c, objs)
+	// It leads on the Lease in kube-system, the only one its Role grants,
+	// without being told where.
+	waitForLeader(t, c, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "node-lifecycle-controller"})
+	metrics := port.URL("/metrics")
+	waitForStatus(t, port.Client, metrics, scraper, http.StatusOK, "node_lifecycle_partition_freeze")
+	waitForStatus(t, port.Client, metrics, stranger, http.StatusForbidden, "")
+	// Without the authentication reader RoleBinding the controller cannot
+	// watch the client CA, and takes the certificate's user for anonymous.
+	waitForStatus(t, certClient(t, certUser), metrics, "", http.StatusOK, "node_lifecycle_partition_freeze")
+}
+
+// applyInstaller renders the installer in dir, relative to the module root,
+// and applies it for real to an apiserver of its own, which it returns with
+// an admin's client and the objects applied.
+func applyInstaller(t *testing.T, dir string) (*envtest.Environment, client.Client, []*unstructured.Unstructured) {
+	t.Helper()
+	objs := render(t, dir)
+	env, c, _ := startAPIServer(t)
+	installOn(t, c, objs)
+	if t.Failed() {
+		t.FailNow()
+	}
+	// installOn created the Namespace and the CRD; the rest for real too.
+	for _, obj := range inApplyOrder(objs) {
+		if obj.GetKind() == "Namespace" || obj.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		if err := c.Create(t.Context(), obj.DeepCopy(), strict); err != nil {
+			t.Fatalf("Create %s: %v", describe(obj), err)
+		}
+	}
+	return env, c, objs
+}
+
+// runAsInstalled runs the binary as a pod of the Deployment of objs would,
+// until the test ends: with the Deployment's args, then extra, as the
+// installer's ServiceAccount, and waits until its secure port's /readyz
+// answers. It returns that port.
+func runAsInstalled(t *testing.T, env *envtest.Environment, c client.Client, objs []*unstructured.Unstructured, extra ...string) harness.SecurePort {
+	t.Helper()
+	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
+	sa := convert[corev1.ServiceAccount](t, one(t, objs, "ServiceAccount"))
+	if name := dep.Spec.Template.Spec.ServiceAccountName; name != sa.Name {
+		t.Fatalf("Deployment runs as ServiceAccount %q, not the rendered %s", name, sa.Name)
+	}
+
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeTokenKubeconfig(t, env.Config, serviceAccountToken(t, c, sa), kubeconfig)
@@ -98,7 +133,7 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctr := dep.Spec.Template.Spec.Containers[0]
-	args := append(append(append([]string{}, ctr.Args...), "--kubeconfig="+kubeconfig), port.Flags()...)
+	args := slices.Concat(ctr.Args, extra, []string{"--kubeconfig=" + kubeconfig}, port.Flags())
 	logPath := filepath.Join(dir, "controller.log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -118,34 +153,47 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 			t.Logf("The controller's log:\n%s", out)
 		}
 	})
-
-	if err := p.WaitReady(ctx, port.Client, port.URL("/readyz"), time.Minute); err != nil {
+	if err := p.WaitReady(t.Context(), port.Client, port.URL("/readyz"), time.Minute); err != nil {
 		t.Fatalf("The controller, with the installer's RBAC: %v", err)
 	}
-	// It leads on the Lease in kube-system, the only one its Role grants,
-	// without being told where.
+	return port
+}
+
+// waitForLeader waits until the Lease key has a holder, and fails t if it
+// has none within 30s.
+func waitForLeader(t *testing.T, c client.Client, key client.ObjectKey) {
+	t.Helper()
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "node-lifecycle-controller"}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		err := c.Get(ctx, key, lease)
-		if err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "" {
-			break
+	poll(t, 30*time.Second, func() error {
+		if err := c.Get(t.Context(), key, lease); err != nil {
+			return err
+		}
+		if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+			return fmt.Errorf("the Lease %s has no holder", key)
+		}
+		return nil
+	})
+}
+
+// poll calls check every 200ms until it returns nil, and fails t with its
+// last error if it does not within timeout.
+func poll(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("No leader on the Lease %s: %v", key, err)
+			t.Fatalf("After %v: %v", timeout, err)
 		}
 		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
+		case <-t.Context().Done():
+			t.Fatalf("%v: %v", t.Context().Err(), err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	metrics := port.URL("/metrics")
-	waitForStatus(t, port.Client, metrics, scraper, http.StatusOK, "node_lifecycle_partition_freeze")
-	waitForStatus(t, port.Client, metrics, stranger, http.StatusForbidden, "")
-	// Without the authentication reader RoleBinding the controller cannot
-	// watch the client CA, and takes the certificate's user for anonymous.
-	waitForStatus(t, certClient(t, certUser), metrics, "", http.StatusOK, "node_lifecycle_partition_freeze")
 }
 
 // certClient returns a client that presents u's client certificate, and

@@ -62,4 +62,31 @@ what the chart does, so only another value fails.
 {{- if and (kindIs "map" $metrics) (hasKey $metrics "secure") (ne (toString $metrics.secure) "true") -}}
 {{- fail "metrics.secure=false is no longer supported: the controller serves /metrics only over HTTPS, on its secure port (securePort), to callers the apiserver authenticates and allows to get /metrics (bind the ClusterRole node-lifecycle-metrics-reader to your scraper). Remove metrics.secure from your values; see docs/upgrading.md" -}}
 {{- end -}}
+{{- $dryRun := .Values.dryRun | default dict -}}
+{{- if not (kindIs "map" $dryRun) -}}
+{{- fail (printf "dryRun is %v: want a map, such as dryRun.enable=true" $dryRun) -}}
+{{- end -}}
+{{- if and (hasKey $dryRun "enable") (not (kindIs "bool" $dryRun.enable)) -}}
+{{- fail (printf "dryRun.enable is %v, a %s: want a boolean, true or false" $dryRun.enable (kindOf $dryRun.enable)) -}}
+{{- end -}}
+{{- if not (include "chart.dryRun" .) -}}
+{{- range .Values.controllerManager.container.args -}}
+{{- if regexMatch "^--dry-run(=(1|t|T|true|TRUE|True))?$" (toString .) -}}
+{{- fail (printf "controllerManager.container.args holds %s: set dryRun.enable=true instead, which adds --dry-run and, with rbac.enable, the Role and RoleBinding node-lifecycle-dry-run-record in kube-system that let the dry run keep its record" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+"true" when the release is a dry run beside kube-controller-manager
+(dryRun.enable), else empty. A release upgraded with --reuse-values keeps
+the values of the chart it was installed with, which had no dryRun: it is no
+dry run.
+*/}}
+{{- define "chart.dryRun" -}}
+{{- $dryRun := .Values.dryRun | default dict -}}
+{{- if and (kindIs "map" $dryRun) (eq (toString $dryRun.enable) "true") -}}
+true
+{{- end -}}
 {{- end }}
