@@ -55,6 +55,8 @@ lint: golangci-lint ## Run golangci-lint.
 verify: manifests generate docs ## Check that generated code, manifests and reference pages, formatting and go.mod are as committed, that the Markdown files' links lead somewhere, and that no binary is: regenerate, then fail on any difference.
 	go mod tidy -diff
 	cd test/outside && go mod tidy -diff
+	cd test/tools/k8s-1.35 && go mod tidy -diff
+	cd test/tools/k8s-1.36 && go mod tidy -diff
 	cd hack/ociimage && go mod tidy -diff
 	@unformatted=$$(gofmt -s -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "Not gofmt -s formatted:"; echo "$$unformatted"; exit 1; fi
@@ -93,6 +95,20 @@ test: envtest-assets kustomize helm image ginkgo ## Run every test with the race
 test-faults: envtest-assets ginkgo ## Run the safety model's simulator (its named cases, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
 	go test -race -count=1 ./internal/safety/sim
 	$(E2E_GINKGO) --label-filter=faults ./test/e2e
+
+# COMPAT_ASSETS are the control planes make test-compat runs the compat specs
+# against, oldest first: each of K8S_MINORS, then bin/ itself (1.37).
+COMPAT_ASSETS = $(foreach m,$(K8S_MINORS),$(LOCALBIN)/k8s-$(m)) $(LOCALBIN)
+
+.PHONY: test-compat
+test-compat: envtest-assets envtest-assets-minors ginkgo ## Run the e2e specs labelled compat (a node marked and tainted at its grace, pod eviction at its deadlines, a partially disrupted zone, the partition freeze, a maintenance hold, the dry run beside that minor's kube-controller-manager) against Kubernetes 1.35 (bin/k8s-1.35), 1.36 (bin/k8s-1.36) and 1.37 (bin/) in turn, over E2E_PROCS (4) processes: 6 specs, about 45 s a minor and 2.5 minutes in all on two cores once built (envtest-assets-minors the first time adds about 8). Runs every minor even if one fails, then fails naming those that did.
+	@failed=; for dir in $(COMPAT_ASSETS); do \
+		echo "== compat specs against $$dir: k8s.io/kubernetes $$(go version -m $$dir/kube-apiserver | awk '$$2 == "k8s.io/kubernetes" { print $$3 }')"; \
+		start=$$(date +%s); \
+		KUBEBUILDER_ASSETS="$$dir" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=20m --label-filter=compat ./test/e2e || failed="$$failed $$dir"; \
+		echo "== $$dir: $$(( $$(date +%s) - start ))s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "compat specs failed against:$$failed"; exit 1; fi
 
 # How many random fault sequences make simulate runs, and the seed of the
 # first; a failure prints its seed, which SIM_SEED=<seed> SIM_SEQUENCES=1
@@ -336,6 +352,27 @@ $(ETCD): $(TOOLS_MODULE) | $(LOCALBIN)
 
 $(KUBE_CONTROLLER_MANAGER): $(TOOLS_MODULE) | $(LOCALBIN)
 	cd test/tools && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-controller-manager
+
+## The same control plane at older Kubernetes minors, for make test-compat:
+## test/tools/k8s-<minor> pins that minor's k8s.io/kubernetes and the etcd it
+## uses, and each command is built into bin/k8s-<minor>/.
+K8S_MINORS ?= 1.35 1.36
+MINOR_ASSETS := $(foreach m,$(K8S_MINORS),$(addprefix $(LOCALBIN)/k8s-$(m)/,kube-apiserver etcd kube-controller-manager))
+
+.PHONY: envtest-assets-minors
+envtest-assets-minors: $(MINOR_ASSETS) ## Build kube-apiserver, etcd and kube-controller-manager of each of K8S_MINORS (1.35: v1.35.4 and etcd v3.6.5; 1.36: v1.36.3 and etcd v3.6.8) into bin/k8s-<minor>/ if necessary (about 4 minutes a minor on two cores).
+
+$(LOCALBIN)/k8s-%/kube-apiserver: test/tools/k8s-%/go.mod test/tools/k8s-%/go.sum
+	@mkdir -p $(@D)
+	cd test/tools/k8s-$* && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+
+$(LOCALBIN)/k8s-%/etcd: test/tools/k8s-%/go.mod test/tools/k8s-%/go.sum
+	@mkdir -p $(@D)
+	cd test/tools/k8s-$* && go build -o $(abspath $@) go.etcd.io/etcd/server/v3
+
+$(LOCALBIN)/k8s-%/kube-controller-manager: test/tools/k8s-%/go.mod test/tools/k8s-%/go.sum
+	@mkdir -p $(@D)
+	cd test/tools/k8s-$* && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-controller-manager
 
 # go-install-tool builds a pinned Go command into $(LOCALBIN) as <name>-<version>.
 # The unversioned <name> is a symlink to it, refreshed by the tool's phony target,

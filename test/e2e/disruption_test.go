@@ -106,7 +106,7 @@ var _ = Describe("Disruption guard", func() {
 		}
 	})
 
-	It("taints a large partially disrupted zone at the secondary rate", func() {
+	It("taints a large partially disrupted zone at the secondary rate", Label("compat"), func() {
 		startController(freezeOff, func(o *options.Options) {
 			o.SecondaryNodeEvictionRate = 0.5
 			o.LargeClusterSizeThreshold = 3
@@ -144,7 +144,7 @@ var _ = Describe("Disruption guard", func() {
 		Expect(deleted(podB)(Default)).To(BeFalse())
 	})
 
-	It("freezes destructive work when most heartbeats are lost at once, and thaws after the cooldown", func() {
+	It("freezes destructive work when most heartbeats are lost at once, and thaws after the cooldown", Label("compat"), func() {
 		startController()
 		a, stopA := zoneOf("a", 3)
 		b, stopB := zoneOf("b", 2)

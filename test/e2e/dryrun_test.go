@@ -295,7 +295,7 @@ func episodeOf(g Gomega, r shadow.Report, node string) shadow.EpisodeReport {
 }
 
 var _ = Describe("A dry run beside kube-controller-manager", Label("upstream"), func() {
-	It("writes nothing, never takes the real lease, and records where the two differ: a dead node both mark, taint and evict, nothing held; a partition upstream evicts through and the dry run freezes", func() {
+	It("writes nothing, never takes the real lease, and records where the two differ: a dead node both mark, taint and evict, nothing held; a partition upstream evicts through and the dry run freezes", Label("compat"), func() {
 		s := startSideBySide()
 		ctx := context.Background()
 		f := s.startFleet()

@@ -62,7 +62,7 @@ func heldSilent(node string, d time.Duration) {
 }
 
 var _ = Describe("Maintenance", func() {
-	It("marks a node in maintenance that goes silent and its pods, holds its NoExecute taint for the maintenance grace, and evicts once a maintenance that never ends runs out of it", func() {
+	It("marks a node in maintenance that goes silent and its pods, holds its NoExecute taint for the maintenance grace, and evicts once a maintenance that never ends runs out of it", Label("compat"), func() {
 		const maintenanceGrace = 8 * time.Second
 		startController(freezeOff, func(o *options.Options) { o.MaintenanceGracePeriod = maintenanceGrace })
 		f := startFleet(3, 1, func(o *fleet.Options) { o.Region = "mg-" + rand.String(5) })

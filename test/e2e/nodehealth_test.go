@@ -25,7 +25,7 @@ const (
 var _ = Describe("Node health", func() {
 	BeforeEach(func() { startController() })
 
-	It("marks a node whose Lease stops Unknown and taints it, within a second of its deadline", func() {
+	It("marks a node whose Lease stops Unknown and taints it, within a second of its deadline", Label("compat"), func() {
 		name := newNodeName()
 		createNode(name, corev1.ConditionTrue)
 		createLease(name)

@@ -113,7 +113,7 @@ func failingNode() (name string, fail func() time.Time) {
 }
 
 var _ = Describe("Pod eviction", func() {
-	It("marks the pods of a failed node NotReady and evicts each at its deadline: seconds, default timeout, never", func() {
+	It("marks the pods of a failed node NotReady and evicts each at its deadline: seconds, default timeout, never", Label("compat"), func() {
 		delaysBefore := evictionDelays()
 		startController()
 		liveNode()
