@@ -65,15 +65,21 @@ var _ = Describe("Metrics", func() {
 		Expect(scrape(http.DefaultClient, "http://"+secureAddr+"/metrics", scraper)()).
 			NotTo(HaveField("Status", http.StatusOK))
 
-		By("serving plain HTTP to anyone with --metrics-secure=false")
+		By("serving plain HTTP to anyone with --metrics-secure=false, and the health checks on --health-probe-bind-address")
 		plainAddr, err := harness.FreeLocalAddr()
 		Expect(err).NotTo(HaveOccurred())
+		probeAddr, err := harness.FreeLocalAddr()
+		Expect(err).NotTo(HaveOccurred())
 		startControllerProcess("metrics-plain-"+id, "metrics-plain-"+id,
-			"--metrics-bind-address="+plainAddr, "--metrics-secure=false")
+			"--metrics-bind-address="+plainAddr, "--metrics-secure=false", "--health-probe-bind-address="+probeAddr)
 		Eventually(scrape(http.DefaultClient, "http://"+plainAddr+"/metrics", "")).Should(And(
 			HaveField("Status", http.StatusOK),
 			HaveField("Body", ContainSubstring("node_lifecycle_partition_freeze")),
 		))
+		// The same checks as the secure port's, by name too.
+		for _, path := range []string{"/healthz/leader-election", "/readyz/informer-sync", "/readyz/leader-election"} {
+			Expect(scrape(http.DefaultClient, "http://"+probeAddr+path, "")()).To(HaveField("Status", http.StatusOK), path)
+		}
 	})
 })
 
