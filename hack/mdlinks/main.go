@@ -11,7 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/markdown"
 )
 
 func main() {
@@ -116,7 +117,7 @@ func headings(path string) (map[string]bool, error) {
 			continue
 		}
 		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		a := slug(title)
+		a := markdown.Slug(title)
 		if n := seen[a]; n > 0 {
 			anchors[fmt.Sprintf("%s-%d", a, n)] = true
 		} else {
@@ -125,20 +126,4 @@ func headings(path string) (map[string]bool, error) {
 		seen[a]++
 	}
 	return anchors, nil
-}
-
-// slug makes an anchor of a heading as GitHub does: lower case, spaces to
-// hyphens, and every character but letters, digits, hyphens and
-// underscores dropped.
-func slug(title string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(title) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

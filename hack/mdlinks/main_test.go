@@ -7,19 +7,6 @@ import (
 	"testing"
 )
 
-func TestSlugIsGitHubs(t *testing.T) {
-	for title, want := range map[string]string{
-		"Faults tried, and what held":                            "faults-tried-and-what-held",
-		"Trying it beside the built-in controller: `--dry-run`":  "trying-it-beside-the-built-in-controller---dry-run",
-		"Pod eviction (in place of `taint-eviction-controller`)": "pod-eviction-in-place-of-taint-eviction-controller",
-		"Why is this node NotReady, and when will my pods go?":   "why-is-this-node-notready-and-when-will-my-pods-go",
-	} {
-		if got := slug(title); got != want {
-			t.Errorf("slug(%q) = %q, want %q", title, got, want)
-		}
-	}
-}
-
 func TestCheckFindsBrokenLinks(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) {

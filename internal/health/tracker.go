@@ -82,9 +82,8 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
-		e.lastHeartbeat = now
+		e.heard(now)
 		e.pulse = p
-		e.heardAt, e.datedByMark = now, false
 		t.heard(name)
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // What names a part of a node's lifecycle state.
@@ -44,10 +45,8 @@ const kubelet = "kubelet"
 // writer of: a Ready condition Unknown, or a lifecycle taint. Healthy nodes,
 // nearly all of them, are not.
 func InTrouble(node *corev1.Node) bool {
-	for i := range node.Status.Conditions {
-		if c := &node.Status.Conditions[i]; c.Type == corev1.NodeReady && c.Status == corev1.ConditionUnknown {
-			return true
-		}
+	if c := health.ReadyCondition(node); c != nil && c.Status == corev1.ConditionUnknown {
+		return true
 	}
 	for _, t := range node.Spec.Taints {
 		if eviction.IsLifecycleTaint(t.Key) {

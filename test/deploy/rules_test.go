@@ -23,6 +23,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealthpolicy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/markdown"
 )
 
 // metricsDoc lists every metric the controller exports, generated from the
@@ -343,27 +344,13 @@ func headingAnchors(t *testing.T, path string) []string {
 			continue
 		}
 		if m := heading.FindStringSubmatch(line); m != nil && !fenced {
-			anchors = append(anchors, anchor(m[1]))
+			anchors = append(anchors, markdown.Slug(m[1]))
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return anchors
-}
-
-// anchor is GitHub's anchor of a heading's text.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteRune('-')
-		}
-	}
-	return b.String()
 }
 
 // parseAlertTemplate parses an annotation as Prometheus does before it
@@ -738,19 +725,6 @@ func TestRulePromQLSelectors(t *testing.T) {
 	} {
 		if got, err := promqlSelectors(expr); err == nil {
 			t.Errorf("promqlSelectors(%q) = %v, want an error", expr, got)
-		}
-	}
-}
-
-func TestRuleRunbookAnchors(t *testing.T) {
-	for heading, want := range map[string]string{
-		"NodeLifecycleNoLeader":                                "nodelifecyclenoleader",
-		"Why is this node NotReady, and when will my pods go?": "why-is-this-node-notready-and-when-will-my-pods-go",
-		"The secure port: probes and metrics":                  "the-secure-port-probes-and-metrics",
-		"`node_lifecycle_healthcheck` is 0":                    "node_lifecycle_healthcheck-is-0",
-	} {
-		if got := anchor(heading); got != want {
-			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
 		}
 	}
 }

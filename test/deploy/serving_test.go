@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -196,20 +195,14 @@ func poll(t *testing.T, timeout time.Duration, check func() error) {
 	}
 }
 
-// certClient returns a client that presents u's client certificate, and
-// trusts any server certificate: the controller's is self-signed, on
-// loopback.
+// certClient returns a client that presents u's client certificate.
 func certClient(t *testing.T, u *envtest.AuthenticatedUser) *http.Client {
 	t.Helper()
-	cfg := u.Config()
-	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	c, err := harness.CertClient(u)
 	if err != nil {
-		t.Fatalf("Client certificate of %s: %v", cfg.Username, err)
+		t.Fatal(err)
 	}
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		Certificates:       []tls.Certificate{cert},
-		InsecureSkipVerify: true, //nolint:gosec // a self-signed certificate on loopback
-	}}}
+	return c
 }
 
 // buildController builds the controller's binary into dir and returns its

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
@@ -85,13 +87,7 @@ var _ = Describe("The cut-over from kube-controller-manager's loops, and back", 
 // at the dry run's timings, writing, on the Lease "nlc".
 func (s *sideBySide) startWritingProcess(name string) *harness.Process {
 	GinkgoHelper()
-	return startControllerProcessOn(s.env, GinkgoWriter, name, "nlc",
-		"--node-monitor-grace-period="+sideGrace.String(),
-		"--node-monitor-period="+sidePeriod.String(),
-		"--node-startup-grace-period="+sideStartup.String(),
-		"--partition-freeze-cooldown="+sideGrace.String(),
-		"--node-eviction-rate=10",
-		"--pod-eviction-timeout=1m")
+	return startControllerProcessOn(s.env, GinkgoWriter, name, "nlc", sideFlags...)
 }
 
 // lifecycleWriters returns, while the node is marked Unknown, who last wrote
@@ -140,10 +136,7 @@ func (s *sideBySide) nodeEvents(reason string) func() []string {
 // hasLifecycleNoExecute reports whether the node carries a node lifecycle
 // NoExecute taint.
 func hasLifecycleNoExecute(node *corev1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute && (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoExecute && eviction.IsLifecycleTaint(t.Key)
+	})
 }

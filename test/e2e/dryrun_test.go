@@ -86,13 +86,19 @@ func startSideBySide() *sideBySide {
 func (s *sideBySide) startDryRunProcess(name string) *harness.Process {
 	GinkgoHelper()
 	return startControllerProcessOn(s.env, GinkgoWriter, name, "nlc",
-		"--dry-run", "--dry-run-record="+sideRecord,
-		"--node-monitor-grace-period="+sideGrace.String(),
-		"--node-monitor-period="+sidePeriod.String(),
-		"--node-startup-grace-period="+sideStartup.String(),
-		"--partition-freeze-cooldown="+sideGrace.String(),
-		"--node-eviction-rate=10",
-		"--pod-eviction-timeout=1m")
+		append([]string{"--dry-run", "--dry-run-record=" + sideRecord}, sideFlags...)...)
+}
+
+// sideFlags are the timings of a controller process beside
+// kube-controller-manager, those startSideBySide gives the one in this
+// process.
+var sideFlags = []string{
+	"--node-monitor-grace-period=" + sideGrace.String(),
+	"--node-monitor-period=" + sidePeriod.String(),
+	"--node-startup-grace-period=" + sideStartup.String(),
+	"--partition-freeze-cooldown=" + sideGrace.String(),
+	"--node-eviction-rate=10",
+	"--pod-eviction-timeout=1m",
 }
 
 // startSidePlane starts a control plane of its own with kube-controller-

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
 	"time"
 
@@ -102,15 +101,10 @@ var _ = Describe("The secure port", func() {
 	})
 })
 
-// certClient returns a client that presents u's client certificate, and
-// trusts any server certificate: the controller's is self-signed.
+// certClient returns a client that presents u's client certificate.
 func certClient(u *envtest.AuthenticatedUser) *http.Client {
 	GinkgoHelper()
-	cfg := u.Config()
-	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	c, err := harness.CertClient(u)
 	Expect(err).NotTo(HaveOccurred())
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		Certificates:       []tls.Certificate{cert},
-		InsecureSkipVerify: true, //nolint:gosec // a self-signed certificate on loopback
-	}}}
+	return c
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // SecurePort is the secure port of a controller process that a tool or a
@@ -26,9 +28,28 @@ func NewSecurePort() (SecurePort, error) {
 	if err != nil {
 		return SecurePort{}, err
 	}
-	return SecurePort{Addr: addr, Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a self-signed certificate on loopback
-	}}}, nil
+	return SecurePort{Addr: addr, Client: selfSignedClient(nil)}, nil
+}
+
+// CertClient returns a client of a secure port that presents the client
+// certificate of u, a user of an envtest control plane, whose client CA the
+// port trusts.
+func CertClient(u *envtest.AuthenticatedUser) (*http.Client, error) {
+	cfg := u.Config()
+	cert, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate of %s: %w", cfg.Username, err)
+	}
+	return selfSignedClient([]tls.Certificate{cert}), nil
+}
+
+// selfSignedClient returns a client that presents certs and trusts any
+// server certificate: the controller's own, self-signed, on loopback.
+func selfSignedClient(certs []tls.Certificate) *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates:       certs,
+		InsecureSkipVerify: true, //nolint:gosec // a self-signed certificate on loopback
+	}}}
 }
 
 // Flags are the flags that serve the port, kube-controller-manager's. Paths

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 )
 
@@ -32,24 +33,36 @@ var foreignWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		"are still on.",
 }, []string{"manager", "write"})
 
-// foreignSeen remembers the foreign writes already told, by node, so that
-// each is told once.
+// foreignSeen remembers the last foreign write told of each node's mark and
+// taints, so that each write is told once.
 type foreignSeen struct {
 	mu   sync.Mutex
-	told map[string]string
+	told map[foreignPart]foreignWrite
 }
 
-// first reports whether key is new for the node, and remembers it.
-func (f *foreignSeen) first(node, key string) bool {
+// foreignPart is a part of a node's lifecycle state.
+type foreignPart struct {
+	node string
+	what owners.What
+}
+
+// foreignWrite is a write of it, by whom and when.
+type foreignWrite struct {
+	manager string
+	at      time.Time
+}
+
+// first reports whether w is new for part, and remembers it.
+func (f *foreignSeen) first(part foreignPart, w foreignWrite) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.told == nil {
-		f.told = map[string]string{}
+		f.told = map[foreignPart]foreignWrite{}
 	}
-	if f.told[node] == key {
+	if f.told[part] == w {
 		return false
 	}
-	f.told[node] = key
+	f.told[part] = w
 	return true
 }
 
@@ -57,9 +70,8 @@ func (f *foreignSeen) first(node, key string) bool {
 func (f *foreignSeen) forget(node string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, what := range []owners.What{owners.Mark, owners.Taints} {
-		delete(f.told, node+"/"+string(what))
-	}
+	delete(f.told, foreignPart{node, owners.Mark})
+	delete(f.told, foreignPart{node, owners.Taints})
 }
 
 // noticeForeignWriters tells, once each, of another writer of the node's
@@ -75,7 +87,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 		return
 	}
 	unknown := false
-	if c := readyCondition(node); c != nil && c.Status == corev1.ConditionUnknown {
+	if c := health.ReadyCondition(node); c != nil && c.Status == corev1.ConditionUnknown {
 		unknown = true
 	}
 	// Managed fields carry whole seconds.
@@ -91,8 +103,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 			default:
 				continue
 			}
-			key := fmt.Sprintf("%s/%s/%s", e.Manager, what, e.Time.UTC().Format("2006-01-02T15:04:05Z"))
-			if !r.foreign.first(node.Name+"/"+string(what), key) {
+			if !r.foreign.first(foreignPart{node.Name, what}, foreignWrite{e.Manager, e.Time.UTC()}) {
 				continue
 			}
 			foreignWrites.WithLabelValues(e.Manager, string(what)).Inc()
@@ -119,14 +130,4 @@ func foreignText(manager string, what owners.What) string {
 		b.WriteString("; turn kube-controller-manager's node-lifecycle-controller and taint-eviction-controller off")
 	}
 	return b.String()
-}
-
-// readyCondition returns the node's Ready condition, nil if it has none.
-func readyCondition(node *corev1.Node) *corev1.NodeCondition {
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == corev1.NodeReady {
-			return &node.Status.Conditions[i]
-		}
-	}
-	return nil
 }
