@@ -76,9 +76,11 @@ var _ = Describe("Metrics", func() {
 			HaveField("Status", http.StatusOK),
 			HaveField("Body", ContainSubstring("node_lifecycle_partition_freeze")),
 		))
-		// The same checks as the secure port's, by name too.
+		// The same checks as the secure port's, by name too, once the
+		// caches the process starts on taking the Lease have synced.
+		Eventually(leaderLease("metrics-plain-" + id)).Should(HaveField("HolderIdentity", Not(BeNil())))
 		for _, path := range []string{"/healthz/leader-election", "/readyz/informer-sync", "/readyz/leader-election"} {
-			Expect(scrape(http.DefaultClient, "http://"+probeAddr+path, "")()).To(HaveField("Status", http.StatusOK), path)
+			Eventually(scrape(http.DefaultClient, "http://"+probeAddr+path, "")).Should(HaveField("Status", http.StatusOK), path)
 		}
 	})
 })

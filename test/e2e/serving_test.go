@@ -26,6 +26,11 @@ var _ = Describe("The secure port", func() {
 		port, err := harness.NewSecurePort()
 		Expect(err).NotTo(HaveOccurred())
 		startControllerProcessAt(testEnv, GinkgoWriter, port, "serving-"+id, "serving-"+id)
+		// A standby is ready once its own caches have synced; on taking
+		// the Lease it starts the caches of the controllers, and is not
+		// ready again until they have synced too.
+		Eventually(leaderLease("serving-" + id)).Should(HaveField("HolderIdentity", Not(BeNil())))
+		Eventually(scrape(port.Client, port.URL("/readyz"), "")).Should(HaveField("Status", http.StatusOK))
 
 		By("answering /healthz, /livez and /readyz without credentials")
 		for _, path := range []string{"/healthz", "/livez", "/readyz"} {
