@@ -58,6 +58,7 @@ func TestChartPassesStrictLint(t *testing.T) {
 		{"metrics.enable=false", "rbac.enable=false", "crd.enable=false"},
 		{"dryRun.enable=true"},
 		{"dryRun.enable=true", "rbac.enable=false"},
+		{"certManager.enable=true", "prometheus.enable=true"},
 	} {
 		name := strings.Join(values, ",")
 		if name == "" {
@@ -102,6 +103,10 @@ func TestChartRendersTheInstaller(t *testing.T) {
 		name:   "prometheus.rules.enable=false renders the ServiceMonitor alone",
 		values: []string{"namespace.create=true", "prometheus.enable=true", "prometheus.rules.enable=false"},
 		want:   slices.DeleteFunc(slices.Clone(withPrometheus), func(o *unstructured.Unstructured) bool { return o.GetKind() == "PrometheusRule" }),
+	}, {
+		name:   "certManager.enable renders config/certmanager, with config/prometheus",
+		values: []string{"namespace.create=true", "prometheus.enable=true", "certManager.enable=true"},
+		want:   renderWithCertManager(t),
 	}, {
 		// --dry-run, and the Role and RoleBinding of the record.
 		name:   "dryRun.enable renders config/dry-run, but the Namespace",
@@ -250,6 +255,34 @@ func TestChartValues(t *testing.T) {
 		for _, values := range [][]string{{"dryRun=null"}, {"dryRun.enable=false"}} {
 			if d := diff.Diff(defaults, renderChart(t, namespace, values...)); d != "" {
 				t.Errorf("%s renders other objects than the defaults (-defaults +%s):\n%s", values, values, d)
+			}
+		}
+	})
+
+	// A release upgraded with --reuse-values keeps the values of a chart
+	// without certManager: the controller makes its own certificate, as it
+	// did.
+	t.Run("no certManager, as after an upgrade with --reuse-values", func(t *testing.T) {
+		defaults := renderChart(t, namespace)
+		for _, values := range [][]string{{"certManager=null"}, {"certManager.enable=false"}} {
+			if d := diff.Diff(defaults, renderChart(t, namespace, values...)); d != "" {
+				t.Errorf("%s renders other objects than the defaults (-defaults +%s):\n%s", values, values, d)
+			}
+		}
+	})
+
+	// A certificate of the user's beside cert-manager's: one of the two
+	// would be served, the other silently not.
+	t.Run("certManager.enable with a certificate among the args", func(t *testing.T) {
+		for _, arg := range []string{"--tls-cert-file=/c/tls.crt", "--tls-private-key-file=/c/tls.key", "--cert-dir=/c"} {
+			_, err := renderChartErr(t, namespace, "certManager.enable=true", "controllerManager.container.args={--leader-elect=true,"+arg+"}")
+			if err == nil || !strings.Contains(err.Error(), "certManager.enable") {
+				t.Errorf("%s among the args renders with error %v, want one about certManager.enable", arg, err)
+			}
+		}
+		for _, values := range [][]string{{"certManager=true"}, {"certManager.enable=yes"}, {"certManager.enable=true", "metrics.enable=false"}} {
+			if _, err := renderChartErr(t, namespace, values...); err == nil || !strings.Contains(err.Error(), "certManager") {
+				t.Errorf("%s renders with error %v, want one about certManager", values, err)
 			}
 		}
 	})
@@ -455,9 +488,24 @@ func orNil(m map[string]string) map[string]string {
 }
 
 // renderWithPrometheus renders config/default with config/prometheus
-// included, as the [PROMETHEUS] comment in its kustomization tells users to:
-// from a copy of config/ with that line uncommented.
+// included, as its kustomization.yaml says to: with its line uncommented.
 func renderWithPrometheus(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	return renderDefaultWith(t, "- ../prometheus")
+}
+
+// renderWithCertManager renders config/default with config/prometheus and
+// the config/certmanager component included, as its kustomization.yaml
+// says to.
+func renderWithCertManager(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	return renderDefaultWith(t, "- ../prometheus", "components:\n- ../certmanager")
+}
+
+// renderDefaultWith renders a copy of config/default whose kustomization.yaml
+// has each of lines, commented out there line by line, uncommented, as a
+// user would include the optional parts.
+func renderDefaultWith(t *testing.T, lines ...string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, "config"))); err != nil {
@@ -468,11 +516,15 @@ func renderWithPrometheus(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const commented, uncommented = "\n#- ../prometheus\n", "\n- ../prometheus\n"
-	if !bytes.Contains(k, []byte(commented)) {
-		t.Fatalf("config/default/kustomization.yaml has no line %q to include config/prometheus with", strings.TrimSpace(commented))
+	for _, l := range lines {
+		uncommented := "\n" + l + "\n"
+		commented := "\n#" + strings.ReplaceAll(l, "\n", "\n#") + "\n"
+		if !bytes.Contains(k, []byte(commented)) {
+			t.Fatalf("config/default/kustomization.yaml has no lines %q to uncomment", strings.TrimSpace(commented))
+		}
+		k = bytes.Replace(k, []byte(commented), []byte(uncommented), 1)
 	}
-	if err := os.WriteFile(path, bytes.Replace(k, []byte(commented), []byte(uncommented), 1), 0o644); err != nil {
+	if err := os.WriteFile(path, k, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// render takes a directory relative to the module root.

@@ -88,6 +88,14 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 func applyInstaller(t *testing.T, dir string) (*envtest.Environment, client.Client, []*unstructured.Unstructured) {
 	t.Helper()
 	objs := render(t, dir)
+	env, c := applyObjects(t, objs)
+	return env, c, objs
+}
+
+// applyObjects applies objs for real to an apiserver of its own, which it
+// returns with an admin's client.
+func applyObjects(t *testing.T, objs []*unstructured.Unstructured) (*envtest.Environment, client.Client) {
+	t.Helper()
 	env, c, _ := startAPIServer(t)
 	installOn(t, c, objs)
 	if t.Failed() {
@@ -102,7 +110,7 @@ func applyInstaller(t *testing.T, dir string) (*envtest.Environment, client.Clie
 			t.Fatalf("Create %s: %v", describe(obj), err)
 		}
 	}
-	return env, c, objs
+	return env, c
 }
 
 // runAsInstalled runs the binary as a pod of the Deployment of objs would,

@@ -69,6 +69,20 @@ what the chart does, so only another value fails.
 {{- if and (hasKey $dryRun "enable") (not (kindIs "bool" $dryRun.enable)) -}}
 {{- fail (printf "dryRun.enable is %v, a %s: want a boolean, true or false" $dryRun.enable (kindOf $dryRun.enable)) -}}
 {{- end -}}
+{{- $cm := .Values.certManager | default dict -}}
+{{- if not (kindIs "map" $cm) -}}
+{{- fail (printf "certManager is %v: want a map, such as certManager.enable=true" $cm) -}}
+{{- end -}}
+{{- if and (hasKey $cm "enable") (not (kindIs "bool" $cm.enable)) -}}
+{{- fail (printf "certManager.enable is %v, a %s: want a boolean, true or false" $cm.enable (kindOf $cm.enable)) -}}
+{{- end -}}
+{{- if include "chart.certManager" . -}}
+{{- range .Values.controllerManager.container.args -}}
+{{- if regexMatch "^--(tls-cert-file|tls-private-key-file|cert-dir)(=|$)" (toString .) -}}
+{{- fail (printf "controllerManager.container.args holds %s, and certManager.enable gives the secure port cert-manager's certificate: drop one of the two" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if not (include "chart.dryRun" .) -}}
 {{- range .Values.controllerManager.container.args -}}
 {{- if regexMatch "^--dry-run(=(1|t|T|true|TRUE|True))?$" (toString .) -}}
@@ -89,4 +103,34 @@ dry run.
 {{- if and (kindIs "map" $dryRun) (eq (toString $dryRun.enable) "true") -}}
 true
 {{- end -}}
+{{- end }}
+
+{{/*
+"true" when cert-manager makes the secure port's certificate
+(certManager.enable), else empty. A release upgraded with --reuse-values
+keeps the values of the chart it was installed with, which had no
+certManager: the controller then makes its own, as it did.
+*/}}
+{{- define "chart.certManager" -}}
+{{- $cm := .Values.certManager | default dict -}}
+{{- if and (kindIs "map" $cm) (eq (toString $cm.enable) "true") -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/*
+The Secret that cert-manager writes the serving certificate to, with
+certManager.enable: the pods mount it, and the ServiceMonitor trusts its
+ca.crt.
+*/}}
+{{- define "chart.servingCertSecret" -}}
+node-lifecycle-metrics-server-cert
+{{- end }}
+
+{{/*
+The metrics Service's DNS name in the cluster, for which the serving
+certificate is made and the ServiceMonitor verifies it.
+*/}}
+{{- define "chart.metricsServiceHost" -}}
+node-lifecycle-controller-manager-metrics-service.{{ .Release.Namespace }}.svc
 {{- end }}
