@@ -27,6 +27,10 @@ type Config struct {
 	// Labels are registered with the Node, on top of kubernetes.io/hostname,
 	// kubernetes.io/os and kubernetes.io/arch (which they may override).
 	Labels map[string]string
+	// RegisterWithTaints are the taints the Node is registered with, as the
+	// kubelet's --register-with-taints: set when the reporter creates the
+	// Node, left alone on a Node that already exists.
+	RegisterWithTaints []corev1.Taint
 	// Capacity of the node. Empty means DefaultCapacity().
 	Capacity corev1.ResourceList
 	// Allocatable resources of the node. Empty means the Capacity.
@@ -110,6 +114,7 @@ func (c Config) withDefaults() Config {
 		c.Allocatable = c.Allocatable.DeepCopy()
 	}
 	c.Labels = maps.Clone(c.Labels)
+	c.RegisterWithTaints = append([]corev1.Taint(nil), c.RegisterWithTaints...)
 	c.Addresses = append([]corev1.NodeAddress(nil), c.Addresses...)
 	if c.Health == nil {
 		c.Health = &Health{}
@@ -140,6 +145,19 @@ func (c *Config) validate() error {
 		}
 		for _, msg := range validation.IsValidLabelValue(v) {
 			add("labels: value %q of %q: %s", v, k, msg)
+		}
+	}
+	for _, t := range c.RegisterWithTaints {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			add("registerWithTaints: key %q: %s", t.Key, msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			add("registerWithTaints: value %q of %q: %s", t.Value, t.Key, msg)
+		}
+		switch t.Effect {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			add("registerWithTaints: effect %q of %q: must be NoSchedule, PreferNoSchedule or NoExecute", t.Effect, t.Key)
 		}
 	}
 	if c.LeaseDurationSeconds <= 0 {

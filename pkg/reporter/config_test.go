@@ -26,6 +26,15 @@ func TestNewValidatesConfig(t *testing.T) {
 			cfg:      Config{NodeName: testNode, Labels: map[string]string{"bad key!": "v", "k": "bad value!"}},
 			wantErrs: []string{`labels: key "bad key!"`, `labels: value "bad value!" of "k"`},
 		},
+		{
+			name: "bad taints",
+			cfg: Config{NodeName: testNode, RegisterWithTaints: []corev1.Taint{
+				{Key: "bad key!", Effect: corev1.TaintEffectNoSchedule},
+				{Key: "k", Value: "bad value!", Effect: corev1.TaintEffectNoExecute},
+				{Key: "k2", Effect: "Sometimes"},
+			}},
+			wantErrs: []string{`registerWithTaints: key "bad key!"`, `registerWithTaints: value "bad value!" of "k"`, `registerWithTaints: effect "Sometimes" of "k2"`},
+		},
 		{name: "negative lease duration", cfg: Config{NodeName: testNode, LeaseDurationSeconds: -1}, wantErrs: []string{"leaseDurationSeconds"}},
 		{name: "fraction of 1", cfg: Config{NodeName: testNode, RenewIntervalFraction: 1}, wantErrs: []string{"renewIntervalFraction: must be in (0, 1)"}},
 		{name: "negative fraction", cfg: Config{NodeName: testNode, RenewIntervalFraction: -0.1}, wantErrs: []string{"renewIntervalFraction"}},

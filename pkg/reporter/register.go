@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,5 +79,6 @@ func (r *Reporter) initialNode(now time.Time) (*corev1.Node, error) {
 	maps.Copy(labels, r.cfg.Labels)
 	return r.computeNode(&corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: r.cfg.NodeName, Labels: labels},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(r.cfg.RegisterWithTaints)},
 	}, now)
 }

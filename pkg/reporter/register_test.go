@@ -34,6 +34,7 @@ func TestRegisterCreatesNode(t *testing.T) {
 		wantAllocatable corev1.ResourceList
 		wantAddresses   []corev1.NodeAddress
 		wantImages      []corev1.ContainerImage
+		wantTaints      []corev1.Taint
 	}{
 		{
 			name: "defaults",
@@ -53,6 +54,9 @@ func TestRegisterCreatesNode(t *testing.T) {
 				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")},
 				Addresses:   addresses,
 				Images:      images,
+				RegisterWithTaints: []corev1.Taint{
+					{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule},
+				},
 			},
 			wantLabels: map[string]string{
 				corev1.LabelHostname: testNode, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "arm64",
@@ -62,6 +66,7 @@ func TestRegisterCreatesNode(t *testing.T) {
 			wantAllocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")},
 			wantAddresses:   addresses,
 			wantImages:      images,
+			wantTaints:      []corev1.Taint{{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
 		},
 	}
 	for _, tc := range tests {
@@ -86,6 +91,9 @@ func TestRegisterCreatesNode(t *testing.T) {
 			if !equality.Semantic.DeepEqual(node.Status.Images, tc.wantImages) {
 				t.Errorf("images = %v, want %v", node.Status.Images, tc.wantImages)
 			}
+			if !equality.Semantic.DeepEqual(node.Spec.Taints, tc.wantTaints) {
+				t.Errorf("taints = %v, want %v", node.Spec.Taints, tc.wantTaints)
+			}
 			if node.Status.NodeInfo != DefaultNodeInfo() {
 				t.Errorf("node info = %+v, want %+v", node.Status.NodeInfo, DefaultNodeInfo())
 			}
@@ -107,7 +115,10 @@ func TestRegisterCreatesNode(t *testing.T) {
 func TestRegisterAdoptsExistingNode(t *testing.T) {
 	existing := existingNode()
 	existing.Labels = map[string]string{"owner": "someone-else"}
-	h := newHarness(t, Config{Labels: map[string]string{"mine": "yes"}}, existing, ownedLease())
+	h := newHarness(t, Config{
+		Labels:             map[string]string{"mine": "yes"},
+		RegisterWithTaints: []corev1.Taint{{Key: "mine", Effect: corev1.TaintEffectNoSchedule}},
+	}, existing, ownedLease())
 	h.start()
 	h.settle(2)
 
@@ -117,8 +128,8 @@ func TestRegisterAdoptsExistingNode(t *testing.T) {
 		t.Fatalf("writes = %+v, want a node create (refused), a status patch and a lease update", got)
 	}
 	node := h.node()
-	if node.UID != "uid-existing" || !maps.Equal(node.Labels, existing.Labels) {
-		t.Errorf("node = %s with labels %v, want the existing node untouched", node.UID, node.Labels)
+	if node.UID != "uid-existing" || !maps.Equal(node.Labels, existing.Labels) || len(node.Spec.Taints) > 0 {
+		t.Errorf("node = %s with labels %v and taints %v, want the existing node untouched", node.UID, node.Labels, node.Spec.Taints)
 	}
 }
 
