@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -20,7 +22,7 @@ import (
 
 // Options describe a fleet. Zero fields take the defaults named.
 type Options struct {
-	// Nodes is how many nodes to run; required.
+	// Nodes is how many nodes to run; required unless Pools are given.
 	Nodes int
 	// Zones spreads the nodes over this many zones, round robin. Default 1.
 	Zones int
@@ -28,6 +30,10 @@ type Options struct {
 	Region string
 	// NamePrefix starts every node name. Default "fleet-".
 	NamePrefix string
+	// Pools, when given, shape the nodes in groups instead of Nodes, Zones
+	// and NamePrefix, which must then be unset: each pool has its own count,
+	// zones, name prefix, labels and taints.
+	Pools []Pool
 	// PodsPerNode bound to each node, running and Ready. Default 0.
 	PodsPerNode int
 	// ImagesPerNode is how many container images each node's status
@@ -80,15 +86,83 @@ type Options struct {
 	Clock clock.WithTicker
 }
 
+// Pool is a group of the fleet's nodes shaped alike, as a node pool (a
+// machine set, a node group) of a cluster is.
+type Pool struct {
+	// Name names the pool for Fleet.Pool; required, and unique in the
+	// fleet.
+	Name string
+	// Nodes is how many nodes the pool has; required.
+	Nodes int
+	// Zones spreads the pool's nodes over this many zones, round robin:
+	// the fleet's zones <region>-a, <region>-b and on, which the pools
+	// share. Default 1.
+	Zones int
+	// NamePrefix starts the name of each of the pool's nodes, followed by
+	// its number in the pool. Default Name + "-".
+	NamePrefix string
+	// Labels are registered with each node, over the fleet's own
+	// (kubernetes.io/hostname, the region and the zone), as a kubelet's
+	// --node-labels.
+	Labels map[string]string
+	// Taints are registered with each node, as a kubelet's
+	// --register-with-taints.
+	Taints []corev1.Taint
+}
+
+// pools returns the fleet's nodes as pools: Pools, or one pool of Nodes
+// over Zones named NamePrefix and a number. It reports what is wrong with
+// them.
+func (o Options) pools() ([]Pool, error) {
+	if len(o.Pools) == 0 {
+		if o.Nodes <= 0 {
+			return nil, fmt.Errorf("fleet: Nodes must be positive, got %d", o.Nodes)
+		}
+		o = o.withDefaults()
+		return []Pool{{Name: "fleet", Nodes: o.Nodes, Zones: o.Zones, NamePrefix: o.NamePrefix}}, nil
+	}
+	if o.Nodes != 0 || o.Zones != 0 || o.NamePrefix != "" {
+		return nil, errors.New("fleet: with Pools, set each pool's Nodes, Zones and NamePrefix, not the fleet's")
+	}
+	pools := make([]Pool, 0, len(o.Pools))
+	names, prefixes := map[string]bool{}, map[string]bool{}
+	for i, p := range o.Pools {
+		if p.Name == "" {
+			return nil, fmt.Errorf("fleet: pool %d has no Name", i)
+		}
+		if names[p.Name] {
+			return nil, fmt.Errorf("fleet: two pools are named %q", p.Name)
+		}
+		names[p.Name] = true
+		if p.Nodes <= 0 {
+			return nil, fmt.Errorf("fleet: pool %s: Nodes must be positive, got %d", p.Name, p.Nodes)
+		}
+		if p.Zones <= 0 {
+			p.Zones = 1
+		}
+		if p.NamePrefix == "" {
+			p.NamePrefix = p.Name + "-"
+		}
+		if prefixes[p.NamePrefix] {
+			return nil, fmt.Errorf("fleet: two pools name their nodes %q and a number", p.NamePrefix)
+		}
+		prefixes[p.NamePrefix] = true
+		pools = append(pools, p)
+	}
+	return pools, nil
+}
+
 func (o Options) withDefaults() Options {
-	if o.Zones <= 0 {
-		o.Zones = 1
+	if len(o.Pools) == 0 {
+		if o.Zones <= 0 {
+			o.Zones = 1
+		}
+		if o.NamePrefix == "" {
+			o.NamePrefix = "fleet-"
+		}
 	}
 	if o.Region == "" {
 		o.Region = "fleet"
-	}
-	if o.NamePrefix == "" {
-		o.NamePrefix = "fleet-"
 	}
 	if o.PodNamespace == "" {
 		o.PodNamespace = metav1.NamespaceDefault
@@ -132,6 +206,7 @@ type Fleet struct {
 
 type member struct {
 	zone     string
+	pool     string
 	reporter *reporter.Reporter
 }
 
@@ -139,8 +214,13 @@ type member struct {
 // It returns once every node exists and, if asked for, its pods are bound
 // and Ready.
 func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) {
-	if opts.Nodes <= 0 {
-		return nil, fmt.Errorf("fleet: Nodes must be positive, got %d", opts.Nodes)
+	pools, err := opts.pools()
+	if err != nil {
+		return nil, err
+	}
+	nodes := 0
+	for _, p := range pools {
+		nodes += p.Nodes
 	}
 	if opts.PodStatusEvery < 0 {
 		return nil, fmt.Errorf("fleet: PodStatusEvery must not be negative, got %v", opts.PodStatusEvery)
@@ -155,38 +235,46 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f := &Fleet{opts: opts, client: client, cancel: cancel, members: make(map[string]*member, opts.Nodes)}
+	f := &Fleet{opts: opts, client: client, cancel: cancel, members: make(map[string]*member, nodes)}
 
 	// Spread the renewals evenly over one renewal interval, so that
 	// thousands of nodes do not renew in bursts.
 	renewEvery := time.Duration(float64(leaseDuration) * opts.RenewIntervalFraction)
 	images := Images(opts.ImagesPerNode)
-	for i := range opts.Nodes {
-		name := fmt.Sprintf("%s%04d", opts.NamePrefix, i)
-		zone := fmt.Sprintf("%s-%c", opts.Region, 'a'+rune(i%opts.Zones))
-		r, err := reporter.New(client, opts.Clock, reporter.Config{
-			NodeName: name,
-			Labels: map[string]string{
-				corev1.LabelTopologyRegion: opts.Region,
-				corev1.LabelTopologyZone:   zone,
-			},
-			Addresses:                 []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}},
-			Images:                    images,
-			LeaseDurationSeconds:      opts.LeaseDurationSeconds,
-			RenewIntervalFraction:     opts.RenewIntervalFraction,
-			NodeStatusUpdateFrequency: opts.NodeStatusUpdateFrequency,
-			NodeStatusReportFrequency: opts.NodeStatusReportFrequency,
-			StartOffset:               renewEvery * time.Duration(i) / time.Duration(opts.Nodes),
-			MaxBackoff:                opts.MaxBackoff,
-			OnRepeatedFailure:         closeIdle,
-		})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("fleet: node %s: %w", name, err)
+	i := 0
+	for _, p := range pools {
+		for j := range p.Nodes {
+			name := fmt.Sprintf("%s%04d", p.NamePrefix, j)
+			zone := fmt.Sprintf("%s-%c", opts.Region, 'a'+rune(j%p.Zones))
+			labels := maps.Clone(p.Labels)
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[corev1.LabelTopologyRegion] = opts.Region
+			labels[corev1.LabelTopologyZone] = zone
+			r, err := reporter.New(client, opts.Clock, reporter.Config{
+				NodeName:                  name,
+				Labels:                    labels,
+				RegisterWithTaints:        p.Taints,
+				Addresses:                 []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}},
+				Images:                    images,
+				LeaseDurationSeconds:      opts.LeaseDurationSeconds,
+				RenewIntervalFraction:     opts.RenewIntervalFraction,
+				NodeStatusUpdateFrequency: opts.NodeStatusUpdateFrequency,
+				NodeStatusReportFrequency: opts.NodeStatusReportFrequency,
+				StartOffset:               renewEvery * time.Duration(i) / time.Duration(nodes),
+				MaxBackoff:                opts.MaxBackoff,
+				OnRepeatedFailure:         closeIdle,
+			})
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("fleet: node %s: %w", name, err)
+			}
+			f.names = append(f.names, name)
+			f.members[name] = &member{zone: zone, pool: p.Name, reporter: r}
+			f.wg.Go(func() { _ = r.Run(runCtx) })
+			i++
 		}
-		f.names = append(f.names, name)
-		f.members[name] = &member{zone: zone, reporter: r}
-		f.wg.Go(func() { _ = r.Run(runCtx) })
 	}
 
 	if err := f.waitRegistered(ctx); err != nil {
@@ -259,6 +347,18 @@ func (f *Fleet) InZone(zone string) []string {
 	var out []string
 	for _, n := range f.names {
 		if f.members[n].zone == zone {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Pool returns the nodes of the pool named name, in order: with
+// Options.Pools, that pool's; without, every node is in the pool "fleet".
+func (f *Fleet) Pool(name string) []string {
+	var out []string
+	for _, n := range f.names {
+		if f.members[n].pool == name {
 			out = append(out, n)
 		}
 	}

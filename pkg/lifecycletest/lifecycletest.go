@@ -12,6 +12,10 @@
 // The functions it returns for waiting take a context and return a value
 // and an error, the shape gomega's Eventually polls; a plain test polls them
 // with k8s.io/apimachinery/pkg/util/wait.
+//
+// One Env runs on one apiserver: two on the same apiserver would be two
+// node lifecycle controllers judging the same nodes. A test binary may
+// start as many as it has apiservers, one after the other or at once.
 package lifecycletest
 
 import (
@@ -23,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -34,10 +39,19 @@ import (
 
 // Options describe the environment. Zero fields take the defaults named.
 type Options struct {
-	// Nodes is how many simulated nodes to run. Default 3.
+	// Nodes is how many simulated nodes to run. Default 3, unless Pools
+	// are given.
 	Nodes int
 	// Zones spreads the nodes over this many zones. Default 1.
 	Zones int
+	// NamePrefix starts the nodes' names, followed by a number. Default
+	// "fleet-".
+	NamePrefix string
+	// Pools shape the nodes in groups instead of Nodes, Zones and
+	// NamePrefix: each pool its own count, zones, name prefix, labels (to
+	// select it by, as a NodeHealthPolicy's nodeSelector does) and taints.
+	// Env.Pool lists a pool's nodes.
+	Pools []fleet.Pool
 	// PodsPerNode bound to each node, running and Ready. Default 0.
 	PodsPerNode int
 	// PodTolerations are added to every pod.
@@ -48,7 +62,10 @@ type Options struct {
 	Controllers *options.Options
 	// Manager holds the manager's options. Its metrics server and health
 	// probes are off unless set; its cache settings are merged with what
-	// the controllers need.
+	// the controllers need. controller-runtime's check that every
+	// controller in the process has its own name is off unless
+	// Controller.SkipNameValidation is set: each Env runs controllers of
+	// the same names, and a test binary may start several.
 	Manager ctrl.Options
 	// Setup, when set, is called with the manager before it starts: add the
 	// suite's own controllers there.
@@ -83,7 +100,7 @@ type Env struct {
 // returns once every node is registered and, if asked for, its pods are
 // Ready. Close stops both.
 func Start(ctx context.Context, cfg *rest.Config, o Options) (*Env, error) {
-	if o.Nodes == 0 {
+	if o.Nodes == 0 && len(o.Pools) == 0 {
 		o.Nodes = 3
 	}
 	opts := FastOptions()
@@ -96,6 +113,9 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (*Env, error) {
 	}
 	if mgrOpts.HealthProbeBindAddress == "" {
 		mgrOpts.HealthProbeBindAddress = "0"
+	}
+	if mgrOpts.Controller.SkipNameValidation == nil {
+		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
 	mgr, err := controllers.NewManager(cfg, mgrOpts, opts)
 	if err != nil {
@@ -114,7 +134,8 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (*Env, error) {
 	// marked for its silence and not for a Lease that ran out.
 	lease := max(1, int32(opts.NodeMonitorGracePeriod/time.Second))
 	e.Fleet, err = fleet.Start(ctx, cfg, fleet.Options{
-		Nodes: o.Nodes, Zones: o.Zones, PodsPerNode: o.PodsPerNode, PodTolerations: o.PodTolerations,
+		Nodes: o.Nodes, Zones: o.Zones, NamePrefix: o.NamePrefix, Pools: o.Pools,
+		PodsPerNode: o.PodsPerNode, PodTolerations: o.PodTolerations,
 		LeaseDurationSeconds:      lease,
 		NodeStatusUpdateFrequency: max(opts.NodeMonitorGracePeriod/2, 100*time.Millisecond),
 		MaxBackoff:                opts.NodeMonitorGracePeriod / 2,

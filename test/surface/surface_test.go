@@ -15,7 +15,7 @@ import (
 const module = "github.com/nodelifecycle/node-lifecycle-controller"
 
 // public are the packages outside code may import.
-var public = []string{module + "/api/...", module + "/controllers/...", module + "/pkg/..."}
+var public = []string{module + "/api/...", module + "/config/crd", module + "/controllers/...", module + "/pkg/..."}
 
 func load(t *testing.T, mode packages.LoadMode, patterns ...string) []*packages.Package {
 	t.Helper()
