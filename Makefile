@@ -79,20 +79,40 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 lint-config: golangci-lint ## Verify the golangci-lint configuration.
 	$(GOLANGCI_LINT) config verify
 
+# KUBEBUILDER_ASSETS is the directory the test targets (test, test-e2e,
+# test-faults) take the control plane from, kube-apiserver, etcd and
+# kube-controller-manager: bin/, where envtest-assets builds them from source,
+# unless it is set in the environment or on the command line, to another
+# checkout's bin/ or a directory `bin/setup-envtest use` filled, say. Then they
+# build no control plane, and only check that the directory holds all three
+# (setup-envtest downloads no kube-controller-manager, which the e2e specs of
+# the dry run start: add one of the same minor). test-compat, bench, demo and
+# release stay on bin/.
+ifeq ($(strip $(KUBEBUILDER_ASSETS)),)
+override KUBEBUILDER_ASSETS = $(LOCALBIN)
+ENVTEST_ASSETS_TARGET := envtest-assets
+else
+ENVTEST_ASSETS_TARGET := require-envtest-assets
+endif
+
 # E2E_PROCS is how many processes the e2e suite's specs are spread over,
 # each with a control plane of its own. The specs spend most of their time
 # waiting out short grace periods, so four fit on two cores.
 E2E_PROCS ?= 4
-E2E_GINKGO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m
+E2E_GINKGO = KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m
 
 .PHONY: test
-test: envtest-assets kustomize helm image ginkgo ## Run every test with the race detector, against the control plane in bin/ (test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages.
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -Ev '/test/(e2e|release)$$')
+test: $(ENVTEST_ASSETS_TARGET) kustomize helm image ginkgo kubebuilder ## Run every test with the race detector, against the control plane in KUBEBUILDER_ASSETS (bin/, built from source, unless set; test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote; test/kubebuilder runs bin/kubebuilder on a copy of the tree): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages.
+	KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -Ev '/test/(e2e|release)$$')
 	$(E2E_GINKGO) ./test/e2e
-	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -race -count=1 -timeout 5m ./...
+	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" go test -race -count=1 -timeout 5m ./...
+
+.PHONY: test-e2e
+test-e2e: $(ENVTEST_ASSETS_TARGET) ginkgo ## Run the e2e suite alone (test/e2e, the fault suite among it), as make test runs it: bin/ginkgo over E2E_PROCS (4) processes, each with a control plane of its own from KUBEBUILDER_ASSETS (bin/ unless set). Unlike kubebuilder's scaffold, no Kind cluster and no image.
+	$(E2E_GINKGO) ./test/e2e
 
 .PHONY: test-faults
-test-faults: envtest-assets ginkgo ## Run the safety model's simulator (its named cases, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
+test-faults: $(ENVTEST_ASSETS_TARGET) ginkgo ## Run the safety model's simulator (its named cases, and 1000 random fault sequences), then the fault suite on a real apiserver (apiserver crash, hang and odd answers, a stuck request, controller crashes, a leader stopped past its lease, leader failover, failover mid-partition, between two halves of one, and to a clock ten minutes ahead, attrition, lagging watch, partition, flapping, taint swap, clock skew, refused writes, pods replaced under their name, policy churn and holds, malformed objects); make test runs both.
 	go test -race -count=1 ./internal/safety/sim
 	$(E2E_GINKGO) --label-filter=faults ./test/e2e
 
@@ -105,11 +125,12 @@ COMPAT_ASSETS = $(foreach m,$(K8S_MINORS),$(LOCALBIN)/k8s-$(m)) $(LOCALBIN)
 COMPAT_SPECS ?= compat
 
 .PHONY: test-compat
-test-compat: envtest-assets envtest-assets-minors ginkgo ## Run the e2e specs labelled compat (a node marked and tainted at its grace, pod eviction at its deadlines, a partially disrupted zone, the partition freeze, a maintenance hold, the dry run beside that minor's kube-controller-manager) against Kubernetes 1.35 (bin/k8s-1.35), 1.36 (bin/k8s-1.36) and 1.37 (bin/) in turn, over E2E_PROCS (4) processes: 6 specs, about 45 s a minor and 2.5 minutes in all on two cores once built (envtest-assets-minors the first time adds about 8). COMPAT_SPECS= runs the whole e2e suite on each instead. Runs every minor even if one fails, then fails naming those that did.
+test-compat: envtest-assets envtest-assets-minors ginkgo ## Run the e2e specs labelled compat (a node marked and tainted at its grace, pod eviction at its deadlines, a partially disrupted zone, the partition freeze, a maintenance hold, the dry run beside that minor's kube-controller-manager) against Kubernetes 1.35 (bin/k8s-1.35), 1.36 (bin/k8s-1.36) and 1.37 (bin/) in turn, over E2E_PROCS (4) processes, then pkg/lifecycletest's tests (the envtest helper): 6 specs and about a minute of helper tests, about 1m45s a minor and 5.5 minutes in all on two cores once built (envtest-assets-minors the first time adds about 8). COMPAT_SPECS= runs the whole e2e suite on each instead. Runs every minor even if one fails, then fails naming those that did.
 	@failed=; for dir in $(COMPAT_ASSETS); do \
 		echo "== compat specs against $$dir: k8s.io/kubernetes $$(go version -m $$dir/kube-apiserver | awk '$$2 == "k8s.io/kubernetes" { print $$3 }')"; \
 		start=$$(date +%s); \
 		KUBEBUILDER_ASSETS="$$dir" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m --label-filter='$(COMPAT_SPECS)' ./test/e2e || failed="$$failed $$dir"; \
+		KUBEBUILDER_ASSETS="$$dir" go test -race -count=1 ./pkg/lifecycletest || failed="$$failed $$dir(lifecycletest)"; \
 		echo "== $$dir: $$(( $$(date +%s) - start ))s"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "compat specs failed against:$$failed"; exit 1; fi
@@ -172,8 +193,41 @@ run: manifests generate fmt vet ## Run the controller from your host against the
 	go run . --leader-elect=false $(ARGS)
 
 .PHONY: docker-build
-docker-build: ## Build the container image IMG (default node-lifecycle-controller:latest) with Docker; `make image` needs none.
+docker-build: require-container-tool ## Build the container image IMG (default node-lifecycle-controller:latest) with CONTAINER_TOOL (docker); `make image` needs none.
 	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: require-container-tool ## Push the image IMG with CONTAINER_TOOL (docker).
+	$(CONTAINER_TOOL) push $(IMG)
+
+# PLATFORMS are the platforms docker-buildx builds the image for: those of a
+# release, RELEASE_ARCHES (kubebuilder's scaffold adds linux/s390x and
+# linux/ppc64le). BUILDX_BUILDER is the buildx builder it creates for that and
+# removes after.
+comma := ,
+empty :=
+space := $(empty) $(empty)
+PLATFORMS ?= $(subst $(space),$(comma),$(addprefix linux/,$(RELEASE_ARCHES)))
+BUILDX_BUILDER ?= node-lifecycle-controller-builder
+
+.PHONY: docker-buildx
+docker-buildx: require-container-tool ## Build the image IMG for each of PLATFORMS (linux/amd64,linux/arm64) with CONTAINER_TOOL buildx and push it, as kubebuilder's scaffold does: the build stage runs on the host's platform and cross-compiles. Needs buildx and a registry in IMG; `make image IMAGE_ARCH=<arch>` builds each as an OCI archive without Docker.
+	@$(CONTAINER_TOOL) buildx version >/dev/null 2>&1 || { \
+		echo "$(CONTAINER_TOOL) has no buildx: install the buildx plugin (https://docs.docker.com/build/buildx/), or build the image of one architecture without Docker with make image IMAGE_ARCH=<arch>"; exit 1; }
+	trap 'rm -f Dockerfile.cross' EXIT; \
+	sed -e '1 s/\(^FROM\)/FROM --platform=\$$\{BUILDPLATFORM\}/; t' -e ' 1,// s//FROM --platform=\$$\{BUILDPLATFORM\}/' Dockerfile > Dockerfile.cross; \
+	$(CONTAINER_TOOL) buildx inspect $(BUILDX_BUILDER) >/dev/null 2>&1 || $(CONTAINER_TOOL) buildx create --name $(BUILDX_BUILDER); \
+	status=0; \
+	$(CONTAINER_TOOL) buildx build --builder=$(BUILDX_BUILDER) --push --platform=$(PLATFORMS) --tag $(IMG) -f Dockerfile.cross . || status=$$?; \
+	$(CONTAINER_TOOL) buildx rm $(BUILDX_BUILDER) || true; \
+	exit $$status
+
+# require-container-tool stops a target that needs CONTAINER_TOOL, which this
+# Makefile does not build, with a message when there is none.
+.PHONY: require-container-tool
+require-container-tool:
+	@command -v $(firstword $(CONTAINER_TOOL)) >/dev/null 2>&1 || { \
+		echo "CONTAINER_TOOL=$(CONTAINER_TOOL) is not installed: install Docker (with buildx for docker-buildx) or set CONTAINER_TOOL=podman; \`make image\` builds the image as an OCI archive without either"; exit 1; }
 
 # The image is an OCI archive, built without Docker: IMAGE_ARCH is the
 # architecture of its binary (the host's by default), IMG its name. Its labels
@@ -249,15 +303,35 @@ ifndef ignore-not-found
   ignore-not-found = false
 endif
 
+.PHONY: install
+install: require-kubectl manifests kustomize ## Install the CRDs of config/crd (NodeHealthPolicy) into the cluster in the current kubeconfig context (needs kubectl).
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply -f -
+
+.PHONY: uninstall
+uninstall: require-kubectl manifests kustomize ## Remove the CRDs of config/crd, and with them every NodeHealthPolicy, from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
 .PHONY: deploy
-deploy: manifests kustomize-overlay ## Deploy config/default with the image IMG to the cluster in the current kubeconfig context (needs kubectl).
+deploy: require-kubectl manifests kustomize-overlay ## Deploy config/default (or INSTALLER=config/dry-run) with the image IMG to the cluster in the current kubeconfig context (needs kubectl).
 	$(KUSTOMIZE) build $(OVERLAY) | $(KUBECTL) apply -f -
 
 .PHONY: undeploy
-undeploy: kustomize-overlay ## Remove config/default from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
+undeploy: require-kubectl kustomize-overlay ## Remove config/default (or INSTALLER) from the cluster (needs kubectl). Call with ignore-not-found=true to ignore missing resources.
 	$(KUSTOMIZE) build $(OVERLAY) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
-# OVERLAY is config/default with the image set to IMG. It lives in the
+# require-kubectl stops a target that needs KUBECTL, which this Makefile does
+# not build, with a message when there is none.
+.PHONY: require-kubectl
+require-kubectl:
+	@command -v $(firstword $(KUBECTL)) >/dev/null 2>&1 || { \
+		echo "KUBECTL=$(KUBECTL) is not installed: install kubectl (https://kubernetes.io/docs/tasks/tools/) or set KUBECTL to its path"; exit 1; }
+
+# INSTALLER is the kustomize installer that deploy, undeploy and
+# build-installer render: config/default, or config/dry-run for the dry run
+# beside kube-controller-manager, the cut-over's first step.
+INSTALLER ?= config/default
+
+# OVERLAY is INSTALLER with the image set to IMG. It lives in the
 # git-ignored dist/, so that setting the image leaves config/ untouched
 # (kubebuilder's `kustomize edit set image` in config/manager would not).
 # config/manager has already renamed the image placeholder controller to
@@ -267,7 +341,7 @@ OVERLAY := dist/overlay
 .PHONY: kustomize-overlay
 kustomize-overlay: kustomize
 	@mkdir -p $(OVERLAY)
-	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../config/default\n' > $(OVERLAY)/kustomization.yaml
+	@printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../$(INSTALLER)\n' > $(OVERLAY)/kustomization.yaml
 	cd $(OVERLAY) && $(KUSTOMIZE) edit set image node-lifecycle-controller=$(IMG)
 
 ##@ Dependencies
@@ -295,6 +369,13 @@ KUSTOMIZE_VERSION ?= v5.8.2
 HELM_VERSION ?= v4.3.1
 # The ginkgo command must match the Ginkgo library the suites are built with.
 GINKGO_VERSION ?= $(shell go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
+# The kubebuilder CLI that test/kubebuilder runs against a copy of the tree.
+KUBEBUILDER_VERSION ?= v4.16.0
+# setup-envtest is a module of its own in controller-runtime, tagged apart:
+# v0.25.1 is the newest tag of the release-0.25 line, go.mod's
+# controller-runtime v0.25.2's, on the module proxy (test/kubebuilder fails
+# when the minors part).
+ENVTEST_VERSION ?= v0.25.1
 
 .PHONY: controller-gen
 controller-gen: $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION) ## Build controller-gen into bin/ if necessary.
@@ -336,6 +417,18 @@ ginkgo: $(LOCALBIN)/ginkgo-$(GINKGO_VERSION) ## Build the ginkgo command, which 
 $(LOCALBIN)/ginkgo-$(GINKGO_VERSION): | $(LOCALBIN)
 	$(call go-install-tool,$(LOCALBIN)/ginkgo,github.com/onsi/ginkgo/v2/ginkgo,$(GINKGO_VERSION))
 
+.PHONY: kubebuilder
+kubebuilder: $(LOCALBIN)/kubebuilder-$(KUBEBUILDER_VERSION) ## Build the kubebuilder CLI into bin/ if necessary (about a minute the first time): test/kubebuilder runs it on a copy of the tree.
+	@ln -sf kubebuilder-$(KUBEBUILDER_VERSION) $(LOCALBIN)/kubebuilder
+$(LOCALBIN)/kubebuilder-$(KUBEBUILDER_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/kubebuilder,sigs.k8s.io/kubebuilder/v4,$(KUBEBUILDER_VERSION))
+
+.PHONY: setup-envtest
+setup-envtest: $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION) ## Build controller-runtime's setup-envtest into bin/ if necessary. The Makefile builds its control plane from source instead; `bin/setup-envtest use 1.37 --bin-dir bin -p path` downloads a released kube-apiserver and etcd and prints their directory, for KUBEBUILDER_ASSETS once a kube-controller-manager is added.
+	@ln -sf setup-envtest-$(ENVTEST_VERSION) $(LOCALBIN)/setup-envtest
+$(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION): | $(LOCALBIN)
+	$(call go-install-tool,$(LOCALBIN)/setup-envtest,sigs.k8s.io/controller-runtime/tools/setup-envtest,$(ENVTEST_VERSION))
+
 ## Control plane for the envtest suites: kube-apiserver, etcd and
 ## kube-controller-manager, built from source by the test/tools module (which
 ## pins k8s.io/kubernetes and etcd) instead of downloaded by setup-envtest.
@@ -344,6 +437,15 @@ KUBE_APISERVER ?= $(LOCALBIN)/kube-apiserver
 ETCD ?= $(LOCALBIN)/etcd
 KUBE_CONTROLLER_MANAGER ?= $(LOCALBIN)/kube-controller-manager
 TOOLS_MODULE := test/tools/go.mod test/tools/go.sum
+
+# require-envtest-assets stops the test targets, when KUBEBUILDER_ASSETS is set,
+# if the directory lacks part of the control plane.
+.PHONY: require-envtest-assets
+require-envtest-assets:
+	@for cmd in kube-apiserver etcd kube-controller-manager; do \
+		[ -x "$(abspath $(KUBEBUILDER_ASSETS))/$$cmd" ] || { \
+			echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS) has no $$cmd: the tests want kube-apiserver, etcd and kube-controller-manager there; unset it to build all three into bin/"; exit 1; }; \
+	done
 
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build the envtest control plane into bin/ if necessary (the first build takes minutes).

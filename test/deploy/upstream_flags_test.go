@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
 )
 
-// kubeControllerManager is the binary `make envtest-assets` builds from the
-// Kubernetes release the test/tools module pins.
-var kubeControllerManager = filepath.Join(repoRoot, "bin", "kube-controller-manager")
+// kubeControllerManager is the one of the control plane the tests run
+// against: in KUBEBUILDER_ASSETS, which make test sets, else the one `make
+// envtest-assets` builds into bin/ from the Kubernetes release the
+// test/tools module pins.
+var kubeControllerManager = filepath.Join(cmp.Or(os.Getenv("KUBEBUILDER_ASSETS"), filepath.Join(repoRoot, "bin")), "kube-controller-manager")
 
 // flagName finds the long name of each flag in a --help.
 var flagName = regexp.MustCompile(`(?m)^\s+(?:-[a-z], )?--([a-z0-9-]+)`)
