@@ -67,18 +67,7 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
 		return lease.Spec.RenewTime.Time
 	}
-	readyHeartbeat := func(g Gomega) time.Time {
-		node, err := kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				g.Expect(c.Status).To(Equal(corev1.ConditionTrue))
-				return c.LastHeartbeatTime.Time
-			}
-		}
-		g.Expect(node.Status.Conditions).To(ContainElement(HaveField("Type", corev1.NodeReady)))
-		return time.Time{}
-	}
+	readyHeartbeat := readyHeartbeatOf(ctx, kube, nodeName)
 
 	// The Node is registered and the Lease created, then renewed.
 	g.Eventually(readyHeartbeat).ShouldNot(BeZero())
@@ -168,4 +157,21 @@ func restartRun(t *testing.T, r *reporter.Reporter) {
 			t.Errorf("run reporter: %v", err)
 		}
 	})
+}
+
+// readyHeartbeatOf returns a function that reads the last heartbeat of the
+// node's Ready condition, which must be True, with c.
+func readyHeartbeatOf(ctx context.Context, c kubernetes.Interface, name string) func(g Gomega) time.Time {
+	return func(g Gomega) time.Time {
+		node, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				g.Expect(cond.Status).To(Equal(corev1.ConditionTrue))
+				return cond.LastHeartbeatTime.Time
+			}
+		}
+		g.Expect(node.Status.Conditions).To(ContainElement(HaveField("Type", corev1.NodeReady)))
+		return time.Time{}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -54,6 +55,51 @@ func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Int
 	}
 	closeIdle := func() { utilnet.CloseIdleConnectionsFor(httpClient.Transport) }
 	return client, closeIdle, nil
+}
+
+// The identity of a node's credential, which the Node authorizer and the
+// NodeRestriction admission plugin recognize (they read the node's name
+// from the user name). Spelled out rather than imported from
+// k8s.io/apiserver, which a node agent should not need.
+const (
+	nodeUserPrefix = "system:node:"
+	nodesGroup     = "system:nodes"
+)
+
+// ImpersonateNode returns a copy of cfg whose requests act as the node
+// nodeName: user system:node:<nodeName> in group system:nodes, the identity
+// of a kubelet's own credential. It is for a node agent that holds a
+// credential of its own rather than its node's, in a cluster that runs the
+// Node authorizer and the NodeRestriction admission plugin: the reporter's
+// writes are then held to what a kubelet may write, its own Node and its
+// own Lease in kube-node-lease, and the apiserver records them as the
+// node's. The credential of cfg must be allowed to impersonate that user
+// and group (the RBAC verb impersonate on users and groups, best limited by
+// resourceNames to the node's user name and system:nodes); it needs no
+// other right on Nodes or Leases.
+//
+// Build the heartbeat client from the copy (NewHeartbeatClient), one for
+// each node: the identity belongs to the client, so a fleet's reporters,
+// which share one, cannot use it. nodeName should be the Config.NodeName of
+// the reporter the client serves; NodeRestriction refuses the writes of
+// any other. A cfg that already impersonates someone is an error: requests
+// carry one identity.
+func ImpersonateNode(cfg *rest.Config, nodeName string) (*rest.Config, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("impersonate node %q: nil rest config", nodeName)
+	}
+	if msgs := validation.IsDNS1123Subdomain(nodeName); len(msgs) > 0 {
+		return nil, fmt.Errorf("impersonate node %q: invalid node name: %s", nodeName, strings.Join(msgs, "; "))
+	}
+	if imp := cfg.Impersonate; imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 || len(imp.Extra) > 0 {
+		return nil, fmt.Errorf("impersonate node %q: rest config already impersonates user %q", nodeName, imp.UserName)
+	}
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: nodeUserPrefix + nodeName,
+		Groups:   []string{nodesGroup},
+	}
+	return c, nil
 }
 
 // defaultUserAgent is the User-Agent of a heartbeat client whose config sets

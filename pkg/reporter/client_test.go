@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,11 +102,14 @@ func TestNewHeartbeatClientRejectsBadArguments(t *testing.T) {
 	}
 }
 
-func TestNewHeartbeatClientKeepsUserAgent(t *testing.T) {
-	got := make(chan string, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+// leaseServer serves testNode's Lease to every request, and passes the
+// headers of the first on got.
+func leaseServer(t *testing.T) (srv *httptest.Server, got <-chan http.Header) {
+	t.Helper()
+	headers := make(chan http.Header, 1)
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		select {
-		case got <- req.Header.Get("User-Agent"):
+		case headers <- req.Header.Clone():
 		default:
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -114,7 +118,12 @@ func TestNewHeartbeatClientKeepsUserAgent(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: testNode, Namespace: corev1.NamespaceNodeLease},
 		})
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, headers
+}
+
+func TestNewHeartbeatClientKeepsUserAgent(t *testing.T) {
+	srv, got := leaseServer(t)
 
 	const want = "fleet-simulator/v1.2.3"
 	client, _, err := NewHeartbeatClient(&rest.Config{Host: srv.URL, UserAgent: want}, 10*time.Second)
@@ -124,7 +133,7 @@ func TestNewHeartbeatClientKeepsUserAgent(t *testing.T) {
 	if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), testNode, metav1.GetOptions{}); err != nil {
 		t.Fatalf("get lease: %v", err)
 	}
-	if ua := <-got; ua != want {
+	if ua := (<-got).Get("User-Agent"); ua != want {
 		t.Errorf("User-Agent = %q, want the config's %q", ua, want)
 	}
 }
@@ -192,6 +201,62 @@ func TestModuleVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := moduleVersion(tc.info, pkg); got != tc.want {
 				t.Errorf("moduleVersion = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestImpersonateNode(t *testing.T) {
+	srv, got := leaseServer(t)
+
+	base := &rest.Config{Host: srv.URL}
+	cfg, err := ImpersonateNode(base, testNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.Impersonate.UserName != "" || len(base.Impersonate.Groups) > 0 {
+		t.Errorf("the caller's config was changed: %+v", base.Impersonate)
+	}
+	client, _, err := NewHeartbeatClient(cfg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), testNode, metav1.GetOptions{}); err != nil {
+		t.Fatalf("get lease: %v", err)
+	}
+	headers := <-got
+	if user, want := headers.Get("Impersonate-User"), "system:node:"+testNode; user != want {
+		t.Errorf("Impersonate-User = %q, want %q", user, want)
+	}
+	if groups, want := headers.Values("Impersonate-Group"), []string{"system:nodes"}; !slices.Equal(groups, want) {
+		t.Errorf("Impersonate-Group = %q, want %q", groups, want)
+	}
+}
+
+func TestImpersonateNodeRejectsBadArguments(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      *rest.Config
+		nodeName string
+		wantErr  string
+	}{
+		{name: "nil config", nodeName: testNode, wantErr: "nil rest config"},
+		{name: "no node name", cfg: &rest.Config{}, wantErr: "invalid node name"},
+		{name: "bad node name", cfg: &rest.Config{}, nodeName: "Node_A", wantErr: "invalid node name"},
+		{
+			name: "already impersonating", nodeName: testNode, wantErr: `already impersonates user "someone"`,
+			cfg: &rest.Config{Impersonate: rest.ImpersonationConfig{UserName: "someone"}},
+		},
+		{
+			name: "already impersonating groups", nodeName: testNode, wantErr: "already impersonates",
+			cfg: &rest.Config{Impersonate: rest.ImpersonationConfig{Groups: []string{"system:masters"}}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ImpersonateNode(tc.cfg, tc.nodeName)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ImpersonateNode = %v, want an error with %q", err, tc.wantErr)
 			}
 		})
 	}
