@@ -48,13 +48,17 @@ vet: ## Run go vet against code.
 	go vet ./...
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint.
+lint: golangci-lint ## Run golangci-lint, on the module and on the demo's and the bench's (test/demo, test/bench).
 	$(GOLANGCI_LINT) run
+	cd test/bench && $(GOLANGCI_LINT) run ./...
+	cd test/demo && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
 verify: manifests generate docs ## Check that generated code, manifests and reference pages, formatting and go.mod are as committed, that the Markdown files' links lead somewhere, and that no binary is: regenerate, then fail on any difference.
 	go mod tidy -diff
 	cd test/outside && go mod tidy -diff
+	cd test/bench && go mod tidy -diff
+	cd test/demo && go mod tidy -diff
 	cd test/tools/k8s-1.35 && go mod tidy -diff
 	cd test/tools/k8s-1.36 && go mod tidy -diff
 	cd hack/ociimage && go mod tidy -diff
@@ -102,10 +106,12 @@ E2E_PROCS ?= 4
 E2E_GINKGO = KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m
 
 .PHONY: test
-test: $(ENVTEST_ASSETS_TARGET) kustomize helm image ginkgo kubebuilder ## Run every test with the race detector, against the control plane in KUBEBUILDER_ASSETS (bin/, built from source, unless set; test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote; test/kubebuilder runs bin/kubebuilder on a copy of the tree): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages.
+test: $(ENVTEST_ASSETS_TARGET) kustomize helm image ginkgo kubebuilder ## Run every test with the race detector, against the control plane in KUBEBUILDER_ASSETS (bin/, built from source, unless set; test/deploy renders config/ with bin/kustomize and the chart with bin/helm; test/image opens the archive `make image` wrote; test/kubebuilder runs bin/kubebuilder on a copy of the tree): the packages, then the e2e suite over E2E_PROCS (4) processes, then test/outside, a module of its own that uses only the public packages (and whose module graph must hold none of the demo's and the bench's dependencies), then the demo's and the bench's own tests, modules of their own too.
 	KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)" go test -race -count=1 -timeout 30m $$(go list ./... | grep -Ev '/test/(e2e|release)$$')
 	$(E2E_GINKGO) ./test/e2e
 	cd test/outside && KUBEBUILDER_ASSETS="$(abspath $(KUBEBUILDER_ASSETS))" go test -race -count=1 -timeout 5m ./...
+	cd test/bench && go test -race -count=1 ./...
+	cd test/demo && go test -race -count=1 ./...
 
 .PHONY: test-e2e
 test-e2e: $(ENVTEST_ASSETS_TARGET) ginkgo ## Run the e2e suite alone (test/e2e, the fault suite among it), as make test runs it: bin/ginkgo over E2E_PROCS (4) processes, each with a control plane of its own from KUBEBUILDER_ASSETS (bin/ unless set). Unlike kubebuilder's scaffold, no Kind cluster and no image.
@@ -158,7 +164,10 @@ BENCH_NODES ?= 1000
 BENCH_OUT ?= bin/bench
 BENCH_ARGS ?=
 BENCH_GO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -run='^$$' -bench=. -benchmem ./...
-BENCH_UPSTREAM = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go run ./test/bench --nodes=$(BENCH_NODES) --out=$(BENCH_OUT) $(BENCH_ARGS)
+# The demo and the bench are modules of their own (test/demo, test/bench), so
+# that their charting and statistics stay out of the library's go.mod: each
+# is built into bin/ and run from here, where its default paths lead.
+BENCH_UPSTREAM = go build -C test/bench -o $(LOCALBIN)/bench-cmd . && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(LOCALBIN)/bench-cmd --nodes=$(BENCH_NODES) --out=$(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: bench
 bench: envtest-assets build ## Run the Go benchmarks (bench-go), then the side-by-side benchmark against upstream (bench-upstream), one after the other.
@@ -175,7 +184,8 @@ bench-upstream: envtest-assets build ## Run upstream kube-controller-manager's n
 
 .PHONY: demo
 demo: envtest-assets build ## Run the showcase: a local control plane, the controller and a 60-node fleet through node, zone and total failures, drawn live; logs and timeline in bin/demo/. More flags in ARGS (--nodes, --zones).
-	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go run ./test/demo $(ARGS)
+	go build -C test/demo -o $(LOCALBIN)/demo-cmd .
+	KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(LOCALBIN)/demo-cmd $(ARGS)
 
 ##@ Build
 

@@ -115,7 +115,8 @@ func pickContenders(ctx context.Context, c config) ([]contender, error) {
 
 // buildFloor builds test/bench/floor into dir as `make build` builds our
 // controller, so that neither binary is built differently, and returns its
-// path. It runs in the module's root, as the bench does.
+// path. It runs in the repository's root, as the bench does; the floor is
+// in the bench's module, test/bench.
 func buildFloor(ctx context.Context, dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
@@ -125,7 +126,7 @@ func buildFloor(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("floor binary path: %w", err)
 	}
 	fmt.Printf("Building the floor into %s ...\n", path)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, "./test/bench/floor")
+	cmd := exec.CommandContext(ctx, "go", "build", "-C", "test/bench", "-trimpath", "-o", path, "./floor")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the floor: %w: %s", err, out)

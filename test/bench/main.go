@@ -15,9 +15,11 @@
 //
 // Run it with `make bench` (which builds the control plane and both
 // controllers into bin/; the bench builds the floor into the output folder),
-// or:
+// or, from the repository's root (the bench is a module of its own, so
+// that its charting stays out of the library's go.mod):
 //
-//	KUBEBUILDER_ASSETS=$PWD/bin go run ./test/bench --nodes=1000 --out=bin/bench
+//	go build -C test/bench -o $PWD/bin/bench-cmd . &&
+//		KUBEBUILDER_ASSETS=$PWD/bin bin/bench-cmd --nodes=1000 --out=bin/bench
 package main
 
 import (
