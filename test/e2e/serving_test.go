@@ -75,7 +75,11 @@ var _ = Describe("The secure port", func() {
 		By("serving /metrics to a client certificate the apiserver's client CA signed, in system:masters")
 		admin, err := testEnv.AddUser(envtest.User{Name: "serving-admin-" + id, Groups: []string{"system:masters"}}, nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(scrape(certClient(admin), metrics, "")()).To(And(
+		// The port trusts the client CA once it has read kube-system's
+		// ConfigMap extension-apiserver-authentication, shortly after the
+		// start, which /readyz does not wait for: until then a client
+		// certificate is not asked for, and its caller is anonymous.
+		Eventually(scrape(certClient(admin), metrics, "")).Should(And(
 			HaveField("Status", http.StatusOK),
 			HaveField("Body", ContainSubstring("node_lifecycle_partition_freeze")),
 		))
