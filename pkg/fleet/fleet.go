@@ -101,9 +101,9 @@ type Pool struct {
 	// NamePrefix starts the name of each of the pool's nodes, followed by
 	// its number in the pool. Default Name + "-".
 	NamePrefix string
-	// Labels are registered with each node, over the fleet's own
-	// (kubernetes.io/hostname, the region and the zone), as a kubelet's
-	// --node-labels.
+	// Labels are registered with each node, as a kubelet's --node-labels,
+	// beside the fleet's own: the region and zone labels stay the fleet's,
+	// which Zone and InZone report.
 	Labels map[string]string
 	// Taints are registered with each node, as a kubelet's
 	// --register-with-taints.
