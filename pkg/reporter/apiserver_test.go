@@ -1,4 +1,4 @@
-package reporter_test
+package reporter
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
 )
 
 // TestReporterSurvivesAPIServerRestart stops the kube-apiserver, etcd still
@@ -43,9 +41,9 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	var failures atomic.Int32
-	heartbeats, closeIdle, err := reporter.NewHeartbeatClient(cfg, time.Second)
+	heartbeats, closeIdle, err := NewHeartbeatClient(cfg, time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
-	r, err := reporter.New(heartbeats, clock.RealClock{}, reporter.Config{
+	r, err := New(heartbeats, clock.RealClock{}, Config{
 		NodeName:                  nodeName,
 		LeaseDurationSeconds:      int32(leaseDuration / time.Second),
 		NodeStatusUpdateFrequency: time.Second,
@@ -137,7 +135,7 @@ func restartStartEnv(t *testing.T) (*envtest.Environment, *rest.Config) {
 }
 
 // restartRun runs r, logging to the test, until the test ends.
-func restartRun(t *testing.T, r *reporter.Reporter) {
+func restartRun(t *testing.T, r *Reporter) {
 	t.Helper()
 	// Stack traces of the errors the outage is meant to cause would bury
 	// the log.

@@ -10,7 +10,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,10 +19,8 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -140,39 +137,10 @@ func (n costNode) config(mode costMode, name string) Config {
 // costStartEnv starts a control plane that lasts as long as b.
 func costStartEnv(b *testing.B) *rest.Config {
 	b.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		b.Fatal("KUBEBUILDER_ASSETS is not set: run `make bench`, which builds kube-apiserver and etcd into bin/")
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	// As in the e2e suite: no controller manager creates service accounts.
-	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		b.Fatalf("start the envtest control plane from %s: %v", assets, err)
-	}
-	b.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			b.Errorf("stop the envtest control plane: %v", err)
-		}
+	_, cfg, _ := startControlPlane(b, func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
 	})
-	// The apiserver creates kube-node-lease shortly after it starts.
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	err = wait.PollUntilContextTimeout(b.Context(), 50*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			_, err := cs.CoreV1().Namespaces().Get(ctx, corev1.NamespaceNodeLease, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-	if err != nil {
-		b.Fatalf("wait for namespace %s: %v", corev1.NamespaceNodeLease, err)
-	}
 	return cfg
 }
 

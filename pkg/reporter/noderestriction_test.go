@@ -1,8 +1,6 @@
-package reporter_test
+package reporter
 
 import (
-	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -13,14 +11,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
 )
 
 // TestReporterUnderNodeAuthorization runs reporters against an apiserver
@@ -63,7 +58,7 @@ func TestReporterUnderNodeAuthorization(t *testing.T) {
 			{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		})
 
-		asNodeCfg, err := reporter.ImpersonateNode(agentCfg, name)
+		asNodeCfg, err := ImpersonateNode(agentCfg, name)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(agentCfg.Impersonate.UserName).To(BeEmpty(), "the agent's config was changed")
 		nodeAuthzRun(t, asNodeCfg, name)
@@ -93,40 +88,11 @@ func TestReporterUnderNodeAuthorization(t *testing.T) {
 // ends, and returns it with an admin's client.
 func nodeAuthzStartEnv(t *testing.T) (*envtest.Environment, kubernetes.Interface) {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/")
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Set("authorization-mode", "Node", "RBAC")
-	args.Append("enable-admission-plugins", "NodeRestriction")
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
+	env, _, admin := startControlPlane(t, func(env *envtest.Environment) {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		args.Set("authorization-mode", "Node", "RBAC")
+		args.Append("enable-admission-plugins", "NodeRestriction")
 	})
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The apiserver creates kube-node-lease shortly after it starts.
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true,
-		func(ctx context.Context) (bool, error) {
-			_, err := admin.CoreV1().Namespaces().Get(ctx, corev1.NamespaceNodeLease, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-	if err != nil {
-		t.Fatalf("wait for namespace %s: %v", corev1.NamespaceNodeLease, err)
-	}
 	return env, admin
 }
 
@@ -134,11 +100,11 @@ func nodeAuthzStartEnv(t *testing.T) (*envtest.Environment, kubernetes.Interface
 // from cfg, until the test ends.
 func nodeAuthzRun(t *testing.T, cfg *rest.Config, name string) {
 	t.Helper()
-	heartbeats, closeIdle, err := reporter.NewHeartbeatClient(cfg, time.Second)
+	heartbeats, closeIdle, err := NewHeartbeatClient(cfg, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := reporter.New(heartbeats, clock.RealClock{}, reporter.Config{
+	r, err := New(heartbeats, clock.RealClock{}, Config{
 		NodeName:                  name,
 		LeaseDurationSeconds:      1,
 		NodeStatusUpdateFrequency: 200 * time.Millisecond,
