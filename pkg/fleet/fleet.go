@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,8 +119,7 @@ func (o Options) pools() ([]Pool, error) {
 		if o.Nodes <= 0 {
 			return nil, fmt.Errorf("fleet: Nodes must be positive, got %d", o.Nodes)
 		}
-		o = o.withDefaults()
-		return []Pool{{Name: "fleet", Nodes: o.Nodes, Zones: o.Zones, NamePrefix: o.NamePrefix}}, nil
+		return []Pool{{Name: "fleet", Nodes: o.Nodes, Zones: max(o.Zones, 1), NamePrefix: cmp.Or(o.NamePrefix, "fleet-")}}, nil
 	}
 	if o.Nodes != 0 || o.Zones != 0 || o.NamePrefix != "" {
 		return nil, errors.New("fleet: with Pools, set each pool's Nodes, Zones and NamePrefix, not the fleet's")
@@ -153,14 +153,6 @@ func (o Options) pools() ([]Pool, error) {
 }
 
 func (o Options) withDefaults() Options {
-	if len(o.Pools) == 0 {
-		if o.Zones <= 0 {
-			o.Zones = 1
-		}
-		if o.NamePrefix == "" {
-			o.NamePrefix = "fleet-"
-		}
-	}
 	if o.Region == "" {
 		o.Region = "fleet"
 	}
