@@ -62,20 +62,6 @@ what the chart does, so only another value fails.
 {{- if and (kindIs "map" $metrics) (hasKey $metrics "secure") (ne (toString $metrics.secure) "true") -}}
 {{- fail "metrics.secure=false is no longer supported: the controller serves /metrics only over HTTPS, on its secure port (securePort), to callers the apiserver authenticates and allows to get /metrics (bind the ClusterRole node-lifecycle-metrics-reader to your scraper). Remove metrics.secure from your values; see docs/upgrading.md" -}}
 {{- end -}}
-{{- $dryRun := .Values.dryRun | default dict -}}
-{{- if not (kindIs "map" $dryRun) -}}
-{{- fail (printf "dryRun is %v: want a map, such as dryRun.enable=true" $dryRun) -}}
-{{- end -}}
-{{- if and (hasKey $dryRun "enable") (not (kindIs "bool" $dryRun.enable)) -}}
-{{- fail (printf "dryRun.enable is %v, a %s: want a boolean, true or false" $dryRun.enable (kindOf $dryRun.enable)) -}}
-{{- end -}}
-{{- $cm := .Values.certManager | default dict -}}
-{{- if not (kindIs "map" $cm) -}}
-{{- fail (printf "certManager is %v: want a map, such as certManager.enable=true" $cm) -}}
-{{- end -}}
-{{- if and (hasKey $cm "enable") (not (kindIs "bool" $cm.enable)) -}}
-{{- fail (printf "certManager.enable is %v, a %s: want a boolean, true or false" $cm.enable (kindOf $cm.enable)) -}}
-{{- end -}}
 {{- if include "chart.certManager" . -}}
 {{- range .Values.controllerManager.container.args -}}
 {{- if regexMatch "^--(tls-cert-file|tls-private-key-file|cert-dir)(=|$)" (toString .) -}}
@@ -93,29 +79,38 @@ what the chart does, so only another value fails.
 {{- end }}
 
 {{/*
-"true" when the release is a dry run beside kube-controller-manager
-(dryRun.enable), else empty. A release upgraded with --reuse-values keeps
-the values of the chart it was installed with, which had no dryRun: it is no
-dry run.
+"true" when the switch .key of the values (a map with a boolean enable,
+such as dryRun) is on, else empty; it fails on a switch of another shape. A
+release upgraded with --reuse-values keeps the values of the chart it was
+installed with, which may not have the switch: it is off.
 */}}
-{{- define "chart.dryRun" -}}
-{{- $dryRun := .Values.dryRun | default dict -}}
-{{- if and (kindIs "map" $dryRun) (eq (toString $dryRun.enable) "true") -}}
+{{- define "chart.enabled" -}}
+{{- $switch := index .root.Values .key | default dict -}}
+{{- if not (kindIs "map" $switch) -}}
+{{- fail (printf "%s is %v: want a map, such as %s.enable=true" .key $switch .key) -}}
+{{- end -}}
+{{- if and (hasKey $switch "enable") (not (kindIs "bool" $switch.enable)) -}}
+{{- fail (printf "%s.enable is %v, a %s: want a boolean, true or false" .key $switch.enable (kindOf $switch.enable)) -}}
+{{- end -}}
+{{- if eq (toString $switch.enable) "true" -}}
 true
 {{- end -}}
 {{- end }}
 
 {{/*
+"true" when the release is a dry run beside kube-controller-manager
+(dryRun.enable), else empty.
+*/}}
+{{- define "chart.dryRun" -}}
+{{- include "chart.enabled" (dict "root" . "key" "dryRun") -}}
+{{- end }}
+
+{{/*
 "true" when cert-manager makes the secure port's certificate
-(certManager.enable), else empty. A release upgraded with --reuse-values
-keeps the values of the chart it was installed with, which had no
-certManager: the controller then makes its own, as it did.
+(certManager.enable), else empty; off, the controller makes its own.
 */}}
 {{- define "chart.certManager" -}}
-{{- $cm := .Values.certManager | default dict -}}
-{{- if and (kindIs "map" $cm) (eq (toString $cm.enable) "true") -}}
-true
-{{- end -}}
+{{- include "chart.enabled" (dict "root" . "key" "certManager") -}}
 {{- end }}
 
 {{/*
