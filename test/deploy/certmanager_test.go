@@ -21,9 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // servingCertShape is what config/certmanager wires together: the
@@ -144,7 +142,7 @@ func TestCertManagerCertificateIsServedVerifiedAndRenewed(t *testing.T) {
 	env, c := applyObjects(t, inCluster)
 	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
 	scraper := newServiceAccountToken(t, c, dep.Namespace, "scraper")
-	bindMetricsReader(t, c, dep.Namespace, "scraper")
+	bindMetricsReader(t, c, "scraper", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: dep.Namespace})
 
 	// The volume, as the kubelet writes a Secret's: each key a link
 	// through ..data to a directory that a renewal replaces at once.
@@ -258,18 +256,4 @@ func verifyingClient(t *testing.T, caPEM []byte, serverName string) *http.Client
 		TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}
-}
-
-// bindMetricsReader binds the installer's metrics-reader ClusterRole to the
-// ServiceAccount namespace/name, as a user does for Prometheus.
-func bindMetricsReader(t *testing.T, c client.Client, namespace, name string) {
-	t.Helper()
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "node-lifecycle-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
-	}
-	if err := c.Create(t.Context(), binding); err != nil {
-		t.Fatalf("Bind the metrics reader to %s/%s: %v", namespace, name, err)
-	}
 }

@@ -41,16 +41,14 @@ import (
 // and to no other.
 func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 	env, c, objs := applyInstaller(t, "config/default")
-	ctx := t.Context()
 	dep := convert[appsv1.Deployment](t, one(t, objs, "Deployment"))
 
 	// Scrapers bound to the installer's metrics-reader, by token and by
 	// client certificate, and a stranger bound to nothing. They are bound
 	// before the controller starts: it caches the apiserver's answers about
 	// a caller for a few seconds.
-	const reader = "node-lifecycle-metrics-reader"
-	if !has(objs, "ClusterRole", reader) {
-		t.Fatalf("The installer renders no ClusterRole %s", reader)
+	if !has(objs, "ClusterRole", metricsReader) {
+		t.Fatalf("The installer renders no ClusterRole %s", metricsReader)
 	}
 	scraper := newServiceAccountToken(t, c, dep.Namespace, "scraper")
 	stranger := newServiceAccountToken(t, c, dep.Namespace, "stranger")
@@ -58,17 +56,9 @@ func TestInstallersRBACRunsTheControllerAndServesItsSecurePort(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Add a user with a client certificate: %v", err)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "scrapers-metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader},
-		Subjects: []rbacv1.Subject{
-			{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: dep.Namespace},
-			{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "cert-scraper"},
-		},
-	}
-	if err := c.Create(ctx, binding); err != nil {
-		t.Fatalf("Bind %s to the scrapers: %v", reader, err)
-	}
+	bindMetricsReader(t, c, "scrapers",
+		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: dep.Namespace},
+		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "cert-scraper"})
 
 	port := runAsInstalled(t, env, c, objs)
 	// It leads on the Lease in kube-system, the only one its Role grants,
@@ -305,4 +295,22 @@ func get(ctx context.Context, c *http.Client, url, token string) (int, string, e
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// metricsReader is the installers' ClusterRole that may get /metrics.
+const metricsReader = "node-lifecycle-metrics-reader"
+
+// bindMetricsReader binds the installers' metrics-reader ClusterRole to
+// subjects, as a user does for Prometheus, in a ClusterRoleBinding named
+// after name.
+func bindMetricsReader(t *testing.T, c client.Client, name string, subjects ...rbacv1.Subject) {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
+		Subjects:   subjects,
+	}
+	if err := c.Create(t.Context(), binding); err != nil {
+		t.Fatalf("Bind %s to %v: %v", metricsReader, subjects, err)
+	}
 }
