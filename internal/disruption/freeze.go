@@ -31,7 +31,8 @@ type Freeze struct {
 	// node's silence.
 	excused []span
 	// started is when a new process seeded the freeze. For one window
-	// after it, silences are counted from two windows before it: the nodes
+	// (of time not excused) after it, silences are counted from two
+	// windows before it: the nodes
 	// it sees fade are dated from its start, not from when they fell
 	// silent, which may have been up to a grace before it (a node silent
 	// for longer was marked); the marks it finds within one window before
@@ -134,10 +135,13 @@ func (f *Freeze) Counted(silentSince map[string]time.Time, fading map[string]str
 }
 
 // windowStart returns the start of the window that ends at now, stretched
-// back, for one window after a seed, to two windows before the seed.
+// back, while the seed lies within it, to two windows before the seed. The
+// window is one of time not excused: an outage just after a seed keeps the
+// nodes the new process could not see fade, and those it found marked, in
+// one window.
 func (f *Freeze) windowStart(now time.Time) time.Time {
 	from := f.unexcused(now, f.Window)
-	if seeded := f.started.Add(-2 * f.Window); seeded.Before(from) && !now.After(f.started.Add(f.Window)) {
+	if seeded := f.started.Add(-2 * f.Window); seeded.Before(from) && !from.After(f.started) {
 		from = seeded
 	}
 	return from

@@ -148,3 +148,39 @@ func TestGuardSeededFromAPartitionHoldsAtOnce(t *testing.T) {
 		t.Fatal("pods may be marked NotReady in a freeze")
 	}
 }
+
+// TestGuardSeededThenBlindCountsWhatItFoundWithWhatFades: a new leader
+// finds half the nodes marked just before it started and, after an outage
+// that kept it from seeing the others fade, sees them fade: the outage
+// does not count against the window that joins the two, and they freeze.
+func TestGuardSeededThenBlindCountsWhatItFoundWithWhatFades(t *testing.T) {
+	window := 20 * time.Second
+	g := NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 1,
+		FreezeThreshold: 0.6, FreezeWindow: window, FreezeCooldown: time.Minute})
+	nodes := map[string]NodeStatus{}
+	var others []string
+	for i := range 10 {
+		name := fmt.Sprint("n", i)
+		st := NodeStatus{Zone: "z", Ready: true}
+		if i < 5 {
+			st = NodeStatus{Zone: "z", SilentSince: t0.Add(-7 * time.Second)}
+		} else {
+			others = append(others, name)
+		}
+		nodes[name] = st
+	}
+	if c := g.Seed(nodes, nil, t0); c.Frozen {
+		t.Fatal("five marked nodes of ten froze at Seed")
+	}
+	// The apiserver is out of reach from 8 s to 19 s after the start.
+	g.SetBlind(true, t0.Add(8*time.Second))
+	g.SetBlind(false, t0.Add(19*time.Second))
+	g.Excuse(t0.Add(8*time.Second), t0.Add(19*time.Second), t0.Add(19*time.Second))
+	// The other five fade 25 s after the start: more than one window,
+	// though less than one window of time not excused.
+	now := t0.Add(25 * time.Second)
+	if c := g.Tick(others, 10, now); !c.Frozen {
+		lost, total := g.LostCount(now)
+		t.Fatalf("Tick = %+v with %d of %d lost; want a freeze", c, lost, total)
+	}
+}

@@ -237,8 +237,10 @@ func (o *observer) partition(cs *controllers) {
 	}
 	// A node's silence shows from its last heartbeat that reached the
 	// apiserver (none lands in an outage), as the controller hears it: a
-	// lagging watch delivers it late.
-	seen := func(k *kubelet) time.Time { return laterOf(k.landed, k.delivered) }
+	// lagging watch delivers it late. A silence that began in maintenance
+	// counts from the moment the maintenance was cleared, as a node going
+	// quiet then: until that moment it was planned.
+	seen := func(k *kubelet) time.Time { return laterOf(laterOf(k.landed, k.delivered), k.maintenanceEnded) }
 	slices.SortFunc(deaths, func(a, b *kubelet) int { return seen(a).Compare(seen(b)) })
 	need := max(3, int(math.Ceil(w.cfg.FreezeThreshold*float64(judged))))
 	for first := 0; first+need <= len(deaths); first++ {

@@ -362,3 +362,35 @@ func TestFoundACooldownRestartedButNotWrittenGoesOnFromTheKeptOne(t *testing.T) 
 		{At: s(183), Kind: Failover},
 	})
 }
+
+// Found by the random sequences: a node in maintenance cut off with a
+// partition is not part of it while the maintenance lasts. Cleared after
+// the partition's window, its silence counts from the clearing, as a node
+// going quiet then (the first sequence); cleared within the window, it
+// joins the partition, which then freezes (the second).
+func TestFoundASilenceBegunInMaintenanceCountsFromItsClearing(t *testing.T) {
+	cut := []int{18, 9, 15, 16, 4, 7, 10, 0, 12, 5, 3, 6, 2}
+	for _, cleared := range []time.Duration{s(193), s(160)} {
+		t.Run(fmt.Sprint("cleared at ", cleared), func(t *testing.T) {
+			expectHolds(t, ConfigFor(2), Sequence{
+				{At: s(6), Kind: MaintenanceOn, Node: 18},
+				{At: s(59), Kind: MaintenanceOn, Node: 15},
+				{At: s(151), Kind: Partition, Nodes: cut, For: s(112)},
+				{At: cleared, Kind: MaintenanceOff, Node: 18},
+			})
+		})
+	}
+}
+
+// Found by the random sequences: a new leader that finds half a partition
+// marked, and cannot reach the apiserver for a while just after it starts,
+// still joins those marks to the nodes it then sees fade: the outage does
+// not count against the window that joins them.
+func TestFoundAnOutageAfterAFailoverKeepsThePartitionTogether(t *testing.T) {
+	expectHolds(t, ConfigFor(3), Sequence{
+		{At: s(98), Kind: Partition, Nodes: []int{4, 5, 7, 8, 1}},
+		{At: s(118), Kind: ZoneLoss, Zone: 0},
+		{At: s(122), Kind: Failover},
+		{At: s(130), Kind: Outage, For: s(11)},
+	})
+}

@@ -106,6 +106,9 @@ type kubelet struct {
 	// and maintenanceSince when it was set.
 	maintenance      bool
 	maintenanceSince time.Time
+	// maintenanceEnded is when its maintenance condition was last cleared
+	// in the cluster.
+	maintenanceEnded time.Time
 	// delivered is when the leader's watch last delivered its Lease.
 	delivered time.Time
 	// lagUntil and lag delay the node's watch events to the controller.
@@ -283,6 +286,9 @@ func (w *world) actKubelets() (leasesRenewed []string) {
 		changed := false
 		if k.maintenance != hasMaintenance(node) {
 			setMaintenance(node, k.maintenance, k.maintenanceSince)
+			if !k.maintenance {
+				k.maintenanceEnded = w.now
+			}
 			changed = true
 		}
 		if k.alive {
