@@ -95,7 +95,7 @@ func pickContenders(ctx context.Context, c config) ([]contender, error) {
 	}
 	var out []contender
 	for _, ct := range all {
-		if c.only != "" && c.only != ct.Name {
+		if c.only != "" && !slices.Contains(strings.Split(c.only, ","), ct.Name) {
 			continue
 		}
 		if ct.Name == "floor" && ct.binary == "" {

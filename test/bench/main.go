@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -62,6 +63,7 @@ type config struct {
 	imagesPerNode             int
 	podStatusEvery            time.Duration
 	stopPercent               float64
+	stopZone                  bool
 	steady                    time.Duration
 	runs                      int
 	outDir                    string
@@ -84,9 +86,12 @@ type benchConfig struct {
 	PodStatusEvery           string  `json:"podStatusEvery,omitempty"`
 	PodStatusWritesPerSecond float64 `json:"podStatusWritesPerSecond"`
 	StopPercent              float64 `json:"stopPercent"`
-	Steady                   string  `json:"steady"`
-	Runs                     int     `json:"runs"`
-	Profile                  bool    `json:"profile"`
+	// StopZone is true when every node of one zone was stopped at once,
+	// instead of StopPercent of the nodes spread over the zones.
+	StopZone bool   `json:"stopZone,omitempty"`
+	Steady   string `json:"steady"`
+	Runs     int    `json:"runs"`
+	Profile  bool   `json:"profile"`
 	// GOGC is what every contender's GOGC was set to, empty for Go's
 	// default (100).
 	GOGC       string   `json:"gogc,omitempty"`
@@ -97,7 +102,7 @@ type benchConfig struct {
 func describeConfig(c config) benchConfig {
 	d := benchConfig{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, ImagesPerNode: c.imagesPerNode,
-		StopPercent: c.stopPercent, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile, GOGC: c.gogc,
+		StopPercent: c.stopPercent, StopZone: c.stopZone, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile, GOGC: c.gogc,
 		Flags: sharedFlags(), FloorFlags: clientFlags(),
 	}
 	if c.podsPerNode > 0 && c.podStatusEvery > 0 {
@@ -136,10 +141,12 @@ func parseFlags() (config, error) {
 	flag.DurationVar(&c.podStatusEvery, "pod-status-every", defaultPodStatusEvery, "how often each pod's status is written, as its kubelet reports a container restart, spread evenly over the pods and over time; "+
 		"the default at 1000 nodes of 30 pods is 100 writes/s, as many as the nodes' Lease renewals; 0 writes none")
 	flag.Float64Var(&c.stopPercent, "stop-percent", 1, "share of the nodes, in percent, whose heartbeats stop after the steady state (at least one node)")
+	flag.BoolVar(&c.stopZone, "stop-zone", false, "stop every node of the first zone at once, with its pods (a third of the nodes at 3 zones), instead of --stop-percent of them spread over the zones; "+
+		"the run then waits until each is marked and each of its pods is NotReady, and at least "+zoneWindow.String()+" from the stop, counting the taints the zone's rate allows meanwhile")
 	flag.DurationVar(&c.steady, "steady", 2*time.Minute, "length of the steady-state window in which CPU and API requests are measured")
 	flag.IntVar(&c.runs, "runs", 3, "rounds: each runs every contender once, on a fresh control plane and fleet, the first round upstream, ours, floor, each next one starting one later in that list")
 	flag.StringVar(&c.outDir, "out", "bin/bench", "directory for the results, and for each run's logs, audit log and profile")
-	flag.StringVar(&c.only, "only", "", `run only one contender: "upstream", "ours" or "floor"; empty runs all three`)
+	flag.StringVar(&c.only, "only", "", `run only some contenders, a comma-separated list of "upstream", "ours" and "floor"; empty runs all three`)
 	flag.BoolVar(&c.profile, "profile", false, "save a CPU profile of each contender taken during the steady state and a heap profile taken at its end, each with its `go tool pprof -top`")
 	flag.StringVar(&c.gogc, "gogc", "", "GOGC for every contender (a percentage, or off), to weigh memory against CPU; empty leaves Go's default, 100")
 	flag.StringVar(&c.ours, "ours", "bin/node-lifecycle-controller", "our controller binary (make build)")
@@ -161,14 +168,16 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--pod-status-every=%v: must not be negative", c.podStatusEvery)
 	case !(c.stopPercent > 0 && c.stopPercent <= 50):
 		return c, fmt.Errorf("--stop-percent=%v: must be in (0, 50], so that no zone is disrupted", c.stopPercent)
+	case c.stopZone && c.zones < 2:
+		return c, fmt.Errorf("--stop-zone with --zones=%d: a zone must be a share of the nodes, not all of them", c.zones)
 	case c.steady < 10*time.Second:
 		return c, fmt.Errorf("--steady=%v: need at least 10s", c.steady)
 	case c.runs < 1:
 		return c, fmt.Errorf("--runs=%d: need at least 1", c.runs)
 	case c.gogc != "" && c.gogc != "off" && !positiveInt(c.gogc):
 		return c, fmt.Errorf(`--gogc=%s: must be a positive whole percentage or "off"`, c.gogc)
-	case c.only != "" && !slices.Contains(contenderNames, c.only):
-		return c, fmt.Errorf(`--only=%s: must be "upstream", "ours" or "floor"`, c.only)
+	case c.only != "" && slices.ContainsFunc(strings.Split(c.only, ","), func(n string) bool { return !slices.Contains(contenderNames, n) }):
+		return c, fmt.Errorf(`--only=%s: must list "upstream", "ours" or "floor", separated by commas`, c.only)
 	}
 	return c, nil
 }
@@ -258,7 +267,7 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 	defer f.Close()
 	defer obs.stop()
 
-	b := &bench{cfg: c, env: env, dir: dir, fleet: f, obs: obs, victims: pickVictims(f, c.stopPercent)}
+	b := &bench{cfg: c, env: env, dir: dir, fleet: f, obs: obs, victims: pickVictims(f, c)}
 	r, err := b.measure(ctx, ct)
 	r.Round, r.Position, r.Dir = round, position, dir
 	r.ControlPlaneStart, r.FleetStart = secs(planeUp), secs(fleetUp)

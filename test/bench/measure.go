@@ -87,6 +87,10 @@ type turn struct {
 	// FalsePositives are the nodes that kept their heartbeats but were
 	// seen not Ready or with a lifecycle taint.
 	FalsePositives map[string]falsePositive `json:"falsePositives"`
+	// LeaseLag is, from the stop to the recovery, how long after its
+	// renewTime each Lease renewal of a node not stopped reached the
+	// bench's watch: whether the kubelets' heartbeats were held up.
+	LeaseLag summary `json:"leaseLagSeconds"`
 
 	// Profile and ProfileTop are the files of the CPU profile, if taken.
 	Profile    string `json:"profile,omitempty"`
@@ -113,6 +117,13 @@ type stoppedNode struct {
 	OwnMarkDelay *float64 `json:"ownMarkDelaySeconds,omitempty"`
 	TaintDelay   *float64 `json:"taintDelaySeconds"`
 	MarkToTaint  *float64 `json:"markToTaintSeconds"`
+	// Pods counts the node's pods, and PodsNotReady those seen not Ready;
+	// PodsDelay is when the last of them was, after the deadline: from
+	// then on no Service sends the node's pods traffic. Nil while some
+	// pod was never seen not Ready.
+	Pods         int      `json:"pods"`
+	PodsNotReady int      `json:"podsNotReady"`
+	PodsDelay    *float64 `json:"podsDelaySeconds,omitempty"`
 }
 
 // measure gives one contender its turn: start, settle, steady state, and
@@ -254,21 +265,36 @@ func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) erro
 	// The rate limit taints one node per zone every 1/rate seconds, the
 	// first at once.
 	timeout := monitorGrace + 2*monitorPeriod + time.Duration(float64(perZone)/evictionRate*float64(time.Second)) + time.Minute
-	fmt.Printf("Stopping the heartbeats of %d nodes (at most %d per zone); waiting up to %v for each to be marked and tainted ...\n",
-		len(b.victims), perZone, timeout)
+	what, done := "marked and tainted, and their pods NotReady", func() bool { return b.obs.allMarkedAndTainted() && b.obs.allPodsNotReady() }
+	if b.cfg.stopZone {
+		// The zone's rate taints one node every 1/rate seconds: the run
+		// counts how many it allows in the window, and waits for the
+		// marks and the pods, which no rate holds back by design.
+		timeout = monitorGrace + 2*monitorPeriod + 8*time.Minute
+		what, done = "marked and their pods NotReady, "+zoneWindow.String()+" after the stop at least", func() bool {
+			return time.Since(r.Failed) >= zoneWindow && b.obs.allPodsNotReady()
+		}
+	}
+	stopPods, err := b.obs.watchPods(ctx, b.victims)
+	if err != nil {
+		return err
+	}
+	defer stopPods()
+	fmt.Printf("Stopping the heartbeats of %d nodes (at most %d per zone); waiting up to %v for each to be %s ...\n",
+		len(b.victims), perZone, timeout, what)
 	b.obs.stopping(b.victims)
 	b.fleet.Stop(b.victims...)
 	r.Failed = time.Now()
-	err = b.obs.waitFor(ctx, "the stopped nodes to be marked and tainted", timeout, b.obs.allMarkedAndTainted)
+	err = b.obs.waitFor(ctx, "the stopped nodes to be "+what, timeout, done)
 	r.AllTainted = time.Now()
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
 		r.TaintTimeout = true
-		fmt.Printf("Not every stopped node was marked and tainted within %v: %v\n", timeout, err)
+		fmt.Printf("Not every stopped node was %s within %v: %v\n", what, timeout, err)
 	default:
-		fmt.Printf("Every stopped node is marked and tainted, %s after the stop.\n", secs(r.AllTainted.Sub(r.Failed)))
+		fmt.Printf("Every stopped node is %s, %s after the stop.\n", what, secs(r.AllTainted.Sub(r.Failed)))
 	}
 
 	b.fleet.Resume(b.victims...)
@@ -306,8 +332,18 @@ func (r *turn) collect(rec *recording, f *fleet.Fleet) {
 			n.TaintDelay = seconds(tainted.Sub(n.Deadline))
 			n.MarkToTaint = seconds(tainted.Sub(marked))
 		}
+		for _, at := range rec.pods[name] {
+			n.Pods++
+			if !at.IsZero() {
+				n.PodsNotReady++
+			}
+		}
+		if last, all := rec.lastPodNotReady(name); all && !n.Deadline.IsZero() {
+			n.PodsDelay = seconds(last.Sub(n.Deadline))
+		}
 		r.Stopped = append(r.Stopped, n)
 	}
+	r.LeaseLag = summarize(rec.leaseLag)
 	slices.SortFunc(r.Stopped, func(a, b stoppedNode) int { return strings.Compare(a.Node, b.Node) })
 }
 
@@ -329,9 +365,19 @@ func (r *turn) collectOwn(log string) error {
 	return nil
 }
 
-// pickVictims chooses percent of the nodes, at least one, spread evenly over
-// the zones and within each zone.
-func pickVictims(f *fleet.Fleet, percent float64) []string {
+// zoneWindow is how long after a zone's stop (--stop-zone) the run lasts at
+// least: its nodes' deadlines come 40 to 50s after the stop, and the window
+// counts the taints the zone's rate allows in the minute after.
+const zoneWindow = 2 * time.Minute
+
+// pickVictims chooses the nodes to stop: every node of the first zone, or
+// percent of the nodes, at least one, spread evenly over the zones and
+// within each zone.
+func pickVictims(f *fleet.Fleet, c config) []string {
+	if c.stopZone {
+		return f.InZone(f.Zones()[0])
+	}
+	percent := c.stopPercent
 	nodes := f.Nodes()
 	n := max(1, int(float64(len(nodes))*percent/100+0.5))
 	zones := f.Zones()

@@ -53,6 +53,7 @@ func isRecovered(n *nodeSeen) bool { return isReady(n) && n.lifecycleTaint == ""
 // sees does not depend on the contender.
 type observer struct {
 	cancel context.CancelFunc
+	client kubernetes.Interface
 
 	mu    sync.Mutex
 	nodes map[string]*nodeSeen
@@ -73,6 +74,13 @@ type recording struct {
 	// falsePositives holds the nodes that were not stopped but were seen
 	// not Ready or with a lifecycle taint.
 	falsePositives map[string]falsePositive
+	// pods holds, for each stopped node whose pods are watched, when each
+	// of its pods was first seen not Ready (zero while it is Ready).
+	pods map[string]map[string]time.Time
+	// leaseLag holds, from the stop on, how long after its renewTime each
+	// Lease renewal of a node that was not stopped reached the bench: the
+	// apiserver's latency for the kubelets' heartbeats, and the watch's.
+	leaseLag []float64
 }
 
 // falsePositive is a node judged wrongly, as first seen.
@@ -90,7 +98,7 @@ func startObserver(ctx context.Context, cfg *rest.Config) (*observer, error) {
 		return nil, fmt.Errorf("build the observer's client: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	o := &observer{cancel: cancel, nodes: map[string]*nodeSeen{}}
+	o := &observer{cancel: cancel, client: cs, nodes: map[string]*nodeSeen{}}
 	nodes := informers.NewSharedInformerFactory(cs, 0)
 	leases := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corev1.NamespaceNodeLease))
 	for what, w := range map[string]struct {
@@ -138,11 +146,18 @@ func (o *observer) sawLease(obj any) {
 	if !ok || lease.Spec.RenewTime == nil {
 		return
 	}
+	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := o.seen(lease.Name)
-	if lease.Spec.RenewTime.After(n.leaseRenew) {
-		n.leaseRenew = lease.Spec.RenewTime.Time
+	if !lease.Spec.RenewTime.After(n.leaseRenew) {
+		return
+	}
+	n.leaseRenew = lease.Spec.RenewTime.Time
+	if r := o.rec; r != nil && len(r.stopped) > 0 {
+		if _, stopped := r.stopped[lease.Name]; !stopped {
+			r.leaseLag = append(r.leaseLag, now.Sub(n.leaseRenew).Seconds())
+		}
 	}
 }
 
@@ -219,6 +234,7 @@ func (o *observer) beginRun() {
 		tainted:        map[string]time.Time{},
 		heartbeat:      map[string]time.Time{},
 		falsePositives: map[string]falsePositive{},
+		pods:           map[string]map[string]time.Time{},
 	}
 	for name, n := range o.nodes {
 		o.rec.note(name, n, now)

@@ -157,7 +157,7 @@ func (r *turn) phases() string {
 		}
 	}
 	if !r.AllTainted.IsZero() {
-		parts = append(parts, "stop to all tainted "+secs(r.AllTainted.Sub(r.Failed)))
+		parts = append(parts, "stop to the end of the wait "+secs(r.AllTainted.Sub(r.Failed)))
 	}
 	if !r.Recovered.IsZero() {
 		parts = append(parts, "resume to all recovered "+secs(r.Recovered.Sub(r.AllTainted)))
@@ -252,6 +252,28 @@ func maxOf(s summary) float64 { return s.Max }
 // podWriteRate is the rate of pod status writes in a run's steady state.
 func podWriteRate(r *turn) (float64, bool) { return r.PodStatusWritesPerSecond, !r.SteadyEnd.IsZero() }
 
+// markKinds are the requests a mark is made of: the mark itself, a status
+// write, and the live reads that confirm the silence before it.
+var markKinds = []string{"patch nodes/status", "update nodes/status", "get nodes", "get leases"}
+
+// markRequests is how many requests of markKinds a run sent from the stop to
+// the recovery, per node it was seen to mark.
+func markRequests(r *turn) float64 {
+	marked, sent := 0, 0
+	for _, n := range r.Stopped {
+		if n.MarkDelay != nil {
+			marked++
+		}
+	}
+	for _, k := range markKinds {
+		sent += r.Requests["failure"].ByKind[k]
+	}
+	if marked == 0 {
+		return 0
+	}
+	return float64(sent) / float64(marked)
+}
+
 // setting is a row's value for a number of the configuration, the same
 // for every contender that ran; ok false prints a dash.
 func setting(v float64, ok bool) func([]*turn) (float64, bool) {
@@ -289,6 +311,21 @@ func tableRows(c benchConfig) []row {
 		{name: "stopped nodes not tainted in time, all runs", format: "%.0f", value: total(func(r *turn) float64 {
 			return float64(len(r.Stopped) - len(r.delays(taintDelay)))
 		})},
+		delayRow("pods NotReady delay p50 (s), last pod of each node", podsDelay, p50),
+		delayRow("pods NotReady delay p99 (s), last pod of each node", podsDelay, p99),
+		delayRow("pods NotReady delay max (s), last pod of each node", podsDelay, maxOf),
+		{name: "stopped nodes' pods never seen NotReady, all runs", format: "%.0f", value: total(func(r *turn) float64 {
+			left := 0
+			for _, n := range r.Stopped {
+				left += n.Pods - n.PodsNotReady
+			}
+			return float64(left)
+		})},
+		{name: "Node status writes and live Node and Lease reads per mark, median", format: "%.2f", ratio: true, value: judged(markRequests)},
+		{name: "Lease renewal lag p99, stop to recovery (s), median", format: "%.2f", ratio: true,
+			value: judged(func(r *turn) float64 { return r.LeaseLag.P99 })},
+		{name: "Lease renewal lag max, stop to recovery (s), median", format: "%.2f", ratio: true,
+			value: judged(func(r *turn) float64 { return r.LeaseLag.Max })},
 		{name: "false positives, all runs", format: "%.0f", value: total(func(r *turn) float64 { return float64(len(r.FalsePositives)) })},
 	}
 }
@@ -301,8 +338,12 @@ func (res *results) markdown() string {
 	fmt.Fprintf(&b, "- Date: %s; the whole bench took %s.\n", res.Date, orDash(res.Took))
 	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, Linux %s, %s; Kubernetes %s (apiserver, etcd and kube-controller-manager built from source).\n",
 		m.CPUs, m.CPUModel, m.Kernel, m.GoVersion, m.Kubernetes)
-	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m, that interval shifted at random by up to half after each change, as the kubelet does); %v%% of the nodes stopped in each controller's run.\n",
-		c.fleetLoad(), c.StopPercent)
+	stopped := fmt.Sprintf("%v%% of the nodes", c.StopPercent)
+	if c.StopZone {
+		stopped = fmt.Sprintf("every node of one zone of %d, at once,", c.Zones)
+	}
+	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m, that interval shifted at random by up to half after each change, as the kubelet does); %s stopped in each controller's run.\n",
+		c.fleetLoad(), stopped)
 	fmt.Fprintf(&b, "- Runs: %d round(s). Each run has a fresh control plane and a freshly started fleet of its own; "+
 		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
 	fmt.Fprintf(&b, "- Flags, identical for both controllers: `%s`. The floor (test/bench/floor) only watches Nodes and the Leases in kube-node-lease, with our controller's client settings; it gets `%s`.\n",
@@ -336,6 +377,16 @@ func (res *results) markdown() string {
   kube-controller-manager does not log it. p99 is nearest-rank: with fewer than 100 stopped nodes
   it is the largest. The floor judges no node: no node is stopped in its runs, and "—" stands for
   what it does not do.
+- Pods NotReady: the bench watches the stopped nodes' pods from just before the stop, and times,
+  from each node's deadline, when the last of its pods is first seen with Ready=False: from then on
+  no Service routes to the node. With --stop-zone the run waits until every stopped node is marked
+  and each of its pods NotReady, and at least two minutes from the stop: the taints the zone's rate
+  allows in that time are counted, the others are "not tainted in time".
+- Per mark: the requests of the kinds a mark is made of (a Node status patch or update, a live Node
+  or Lease read) from the stop to the recovery, over the stopped nodes seen marked.
+- Lease renewal lag: from the stop to the recovery, how long after its renewTime (stamped by the
+  fleet as it sends the renewal) each renewal of a node that was not stopped reached the bench's
+  watch: the apiserver's latency on the kubelets' heartbeats, and the watch's.
 - Pods: each pod's status is written as its kubelet reports a container restart (restartCount, lastState,
   running and ready again), a node's pods in turn and the nodes offset, so that the writes come evenly.
   The pods stay Ready: no controller has cause to act on them, but one that watches pods receives each

@@ -47,6 +47,7 @@ func markDelay(n *stoppedNode) *float64    { return n.MarkDelay }
 func ownMarkDelay(n *stoppedNode) *float64 { return n.OwnMarkDelay }
 func taintDelay(n *stoppedNode) *float64   { return n.TaintDelay }
 func markToTaint(n *stoppedNode) *float64  { return n.MarkToTaint }
+func podsDelay(n *stoppedNode) *float64    { return n.PodsDelay }
 
 // spread is how one number varied over the rounds: its least, median and
 // greatest value, and over how many runs.
