@@ -1,6 +1,9 @@
 package disruption
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // census records the nodes and what they add up to in each zone of each
 // pool: counts, and the state last derived from them. It keeps the counts
@@ -34,6 +37,29 @@ func (cs *census) size() int { return len(cs.nodes) }
 // judged returns how many nodes the partition freeze judges: all but those
 // in maintenance, whose silence says nothing of the control plane.
 func (cs *census) judged() int { return len(cs.nodes) - cs.maintenance }
+
+// judgedOver returns how many nodes the partition freeze judged at a given
+// time, as far as the nodes show it: those it judges now, and those in
+// maintenance since after that time.
+func (cs *census) judgedOver() func(time.Time) int {
+	var since []time.Time
+	for _, st := range cs.nodes {
+		if st.Maintenance && !st.MaintenanceSince.IsZero() {
+			since = append(since, st.MaintenanceSince)
+		}
+	}
+	slices.SortFunc(since, time.Time.Compare)
+	judged := cs.judged()
+	return func(t time.Time) int {
+		i, _ := slices.BinarySearchFunc(since, t, func(s, t time.Time) int {
+			if s.After(t) {
+				return 1
+			}
+			return -1
+		})
+		return judged + len(since) - i
+	}
+}
 
 // set records a node's changed status, moving it from the counts of old,
 // its status so far if known, to those of st, and notes in c the zones whose

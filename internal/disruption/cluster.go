@@ -45,8 +45,9 @@ func (h *clusterHold) silence(name string, since time.Time) {
 
 // seed starts the wait after Seed, until one freeze window from now, and
 // takes up the freeze the cluster kept, if any, or else rebuilds it from the
-// silences of the total nodes. It reports whether that started a freeze.
-func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) {
+// silences, each window judged against totalAt its start. It reports
+// whether that started a freeze.
+func (h *clusterHold) seed(totalAt func(time.Time) int, kept *Record, now time.Time) (froze bool) {
 	h.seeded = true
 	h.deciding, h.decideBy = true, now.Add(h.freeze.Window)
 	h.freeze.started = now
@@ -63,7 +64,7 @@ func (h *clusterHold) seed(total int, kept *Record, now time.Time) (froze bool) 
 			return true
 		}
 	}
-	return h.freeze.Rebuild(total, h.silent, now)
+	return h.freeze.Rebuild(totalAt, h.silent, now)
 }
 
 // setFading records the nodes that went quiet within the freeze window.

@@ -184,10 +184,13 @@ func (f *Freeze) Excuse(from, to, now time.Time) {
 // Rebuild decides the freeze from the silences alone, as a controller that
 // has just started finds them in the cluster: if, at any time, enough of the
 // nodes still silent went silent within one window, the freeze that window
-// set off still holds, since none of them has come back. It reports whether
-// the freeze is on.
-func (f *Freeze) Rebuild(total int, silentSince map[string]time.Time, now time.Time) bool {
-	if f.Threshold <= 0 || total == 0 {
+// set off still holds, since none of them has come back. totalAt returns
+// the number of nodes a window that begins at the given time is judged
+// against: the count of its own time, as the controller that saw it
+// judged it, not a count that nodes leaving since (into maintenance) made
+// smaller. It reports whether the freeze is on.
+func (f *Freeze) Rebuild(totalAt func(time.Time) int, silentSince map[string]time.Time, now time.Time) bool {
+	if f.Threshold <= 0 || totalAt(now) == 0 {
 		f.end()
 		return false
 	}
@@ -202,7 +205,7 @@ func (f *Freeze) Rebuild(total int, silentSince map[string]time.Time, now time.T
 		for end < len(times) && !times[end].After(times[start].Add(f.Window)) {
 			end++
 		}
-		if f.over(end-start, total) {
+		if f.over(end-start, totalAt(times[start])) {
 			f.frozen, f.since, f.from, f.clearSince = true, now, times[start], time.Time{}
 			return true
 		}

@@ -37,6 +37,11 @@ type NodeStatus struct {
 	// and its NoExecute taint and evictions are held, as for a node going
 	// quiet on purpose. A Ready node in maintenance is counted as Ready.
 	Maintenance bool
+	// MaintenanceSince is when the maintenance that takes the node out of
+	// the counts began; zero when unknown, or for a node not in
+	// maintenance. A new leader judges a wave of silences older than it
+	// with the node counted, as the leader of its time did.
+	MaintenanceSince time.Time
 	// Planned is true while a maintenance condition says the node's
 	// silence, if it falls silent, is planned: it never counts as going
 	// quiet, nor as silent, for the freeze or a breaker, though it counts
@@ -131,7 +136,7 @@ func (g *Guard) Seed(nodes map[string]NodeStatus, kept *Record, now time.Time) C
 	for name, st := range nodes {
 		g.record(name, st, &c)
 	}
-	if g.cluster.seed(g.census.judged(), kept, now) {
+	if g.cluster.seed(g.census.judgedOver(), kept, now) {
 		c.Freeze, c.Frozen = true, true
 	}
 	g.settle(now, &c)

@@ -74,7 +74,7 @@ func TestFreezeRebuiltFromMarks(t *testing.T) {
 			for i, d := range tc.marks {
 				silent[fmt.Sprint("n", i)] = now.Add(-d)
 			}
-			if got := f.Rebuild(6, silent, now); got != tc.frozen {
+			if got := f.Rebuild(func(time.Time) int { return 6 }, silent, now); got != tc.frozen {
 				t.Fatalf("Rebuild = %v, want %v", got, tc.frozen)
 			}
 			// What Rebuild decided, Update keeps.
@@ -182,5 +182,33 @@ func TestGuardSeededThenBlindCountsWhatItFoundWithWhatFades(t *testing.T) {
 	if c := g.Tick(others, 10, now); !c.Frozen {
 		lost, total := g.LostCount(now)
 		t.Fatalf("Tick = %+v with %d of %d lost; want a freeze", c, lost, total)
+	}
+}
+
+// TestGuardSeededJudgesAnOldWaveByTheCountOfItsTime: three of six nodes
+// died together long ago, under the threshold; a fourth that died later is
+// now held by a maintenance begun after the three died. A new leader judges
+// the old wave against the six nodes of its time, not the five it judges
+// now, and does not freeze on it.
+func TestGuardSeededJudgesAnOldWaveByTheCountOfItsTime(t *testing.T) {
+	cfg := Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 1,
+		FreezeThreshold: 0.6, FreezeWindow: 20 * time.Second, FreezeCooldown: time.Minute}
+	nodes := map[string]NodeStatus{
+		"a": {Zone: "z0", SilentSince: t0.Add(-2 * time.Minute)},
+		"b": {Zone: "z0", SilentSince: t0.Add(-2 * time.Minute)},
+		"c": {Zone: "z0", SilentSince: t0.Add(-2 * time.Minute)},
+		"d": {Zone: "z1", Ready: true},
+		"e": {Zone: "z1", Ready: true},
+		"f": {Zone: "z1", Maintenance: true, MaintenanceSince: t0.Add(-time.Minute), SilentSince: t0.Add(-50 * time.Second)},
+	}
+	if c := NewGuard(cfg).Seed(nodes, nil, t0); c.Frozen {
+		t.Fatal("froze on three of six nodes, judged against the five of today")
+	}
+	// A maintenance begun before the wave left the node out of its count.
+	f := nodes["f"]
+	f.MaintenanceSince = t0.Add(-3 * time.Minute)
+	nodes["f"] = f
+	if c := NewGuard(cfg).Seed(nodes, nil, t0); !c.Frozen {
+		t.Fatal("did not freeze on three of the five nodes judged when they died")
 	}
 }

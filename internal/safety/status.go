@@ -40,6 +40,9 @@ func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt
 		st.Ready = true
 	}
 	st.Maintenance = held && !st.Ready
+	if st.Maintenance {
+		st.MaintenanceSince = w.Since
+	}
 	if v.Expired {
 		st.SilentSince = v.Deadline
 	}

@@ -231,16 +231,14 @@ func (o *observer) partition(cs *controllers) {
 		// A node in maintenance whose grace has not begun falls silent as
 		// planned.
 		_, down := o.notReadyInMaintenance[k.name]
-		if !k.alive && (!k.maintenance || down) {
+		if !k.alive && (!k.maintenance || down) && !o.plannedTooLong(k) {
 			deaths = append(deaths, k)
 		}
 	}
 	// A node's silence shows from its last heartbeat that reached the
 	// apiserver (none lands in an outage), as the controller hears it: a
-	// lagging watch delivers it late. A silence that began in maintenance
-	// counts from the moment the maintenance was cleared, as a node going
-	// quiet then: until that moment it was planned.
-	seen := func(k *kubelet) time.Time { return laterOf(laterOf(k.landed, k.delivered), k.maintenanceEnded) }
+	// lagging watch delivers it late.
+	seen := func(k *kubelet) time.Time { return laterOf(k.landed, k.delivered) }
 	slices.SortFunc(deaths, func(a, b *kubelet) int { return seen(a).Compare(seen(b)) })
 	need := max(3, int(math.Ceil(w.cfg.FreezeThreshold*float64(judged))))
 	for first := 0; first+need <= len(deaths); first++ {
@@ -255,6 +253,15 @@ func (o *observer) partition(cs *controllers) {
 		}
 		return
 	}
+}
+
+// plannedTooLong reports whether a maintenance was cleared more than a
+// grace period into the node's silence: planned until then, the silence is
+// neither surely part of the nodes that went silent with it, which may have
+// left the window by then, nor a node going quiet when it was cleared. A
+// freeze may count it or not. Cleared within a grace, it goes with them.
+func (o *observer) plannedTooLong(k *kubelet) bool {
+	return k.maintenanceEnded.Sub(laterOf(k.landed, k.delivered)) > o.w.cfg.Grace
 }
 
 // maintenanceHeld returns the nodes a maintenance holds now, by the ground

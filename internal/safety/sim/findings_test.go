@@ -364,11 +364,12 @@ func TestFoundACooldownRestartedButNotWrittenGoesOnFromTheKeptOne(t *testing.T) 
 }
 
 // Found by the random sequences: a node in maintenance cut off with a
-// partition is not part of it while the maintenance lasts. Cleared after
-// the partition's window, its silence counts from the clearing, as a node
-// going quiet then (the first sequence); cleared within the window, it
-// joins the partition, which then freezes (the second).
-func TestFoundASilenceBegunInMaintenanceCountsFromItsClearing(t *testing.T) {
+// partition is not part of it while the maintenance lasts. Cleared within
+// a grace, it joins the partition, which then freezes; cleared later, when
+// the others have left the window, it need not (the first sequence), nor
+// is a node long dead in maintenance a new loss when its maintenance is
+// cleared as a partition begins (the second).
+func TestFoundASilenceBegunInMaintenanceJoinsItsPartitionIfClearedInTime(t *testing.T) {
 	cut := []int{18, 9, 15, 16, 4, 7, 10, 0, 12, 5, 3, 6, 2}
 	for _, cleared := range []time.Duration{s(193), s(160)} {
 		t.Run(fmt.Sprint("cleared at ", cleared), func(t *testing.T) {
@@ -380,6 +381,14 @@ func TestFoundASilenceBegunInMaintenanceCountsFromItsClearing(t *testing.T) {
 			})
 		})
 	}
+	t.Run("dead long before", func(t *testing.T) {
+		expectHolds(t, ConfigFor(1), Sequence{
+			{At: s(136), Kind: ZoneLoss, Zone: 1},
+			{At: s(141), Kind: MaintenanceOn, Node: 3},
+			{At: s(225), Kind: Partition, Nodes: []int{3, 4, 5, 0, 1, 2}},
+			{At: s(226), Kind: MaintenanceOff, Node: 3},
+		})
+	})
 }
 
 // Found by the random sequences: a new leader that finds half a partition
@@ -392,5 +401,22 @@ func TestFoundAnOutageAfterAFailoverKeepsThePartitionTogether(t *testing.T) {
 		{At: s(118), Kind: ZoneLoss, Zone: 0},
 		{At: s(122), Kind: Failover},
 		{At: s(130), Kind: Outage, For: s(11)},
+	})
+}
+
+// Found by the random sequences: a new leader judges a wave of silences a
+// minute and a half old against the nodes of its time, not against the
+// fewer it judges now that a node that died since is held by its
+// maintenance. The leader that froze on it, in an outage, could not write
+// the freeze down, and the next one, with that node's grace run out, did
+// not find it.
+func TestFoundAnOldWaveIsJudgedByTheCountOfItsTime(t *testing.T) {
+	expectHolds(t, ConfigFor(1), Sequence{
+		{At: s(12), Kind: ZoneLoss, Zone: 0},
+		{At: s(83), Kind: ZoneLoss, Zone: 1},
+		{At: s(87), Kind: MaintenanceOn, Node: 5},
+		{At: s(127), Kind: Outage, For: s(29)},
+		{At: s(128), Kind: Failover},
+		{At: s(150), Kind: Failover},
 	})
 }
