@@ -146,7 +146,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Master, "master", o.Master, "Address of the apiserver, overriding the one in --kubeconfig.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Requests per second the controller may send to the apiserver, sustained, for each kind of object it reads or writes. Higher than "+
-			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait.")
+			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait. "+
+			"The marks, the live reads that confirm them, the taints and the pods' NotReady conditions are not limited on the client: "+
+			"their concurrency bounds them, and the apiserver's priority and fairness meters them.")
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Requests the controller may send to the apiserver in a burst above --kube-api-qps, with the same division.")
 

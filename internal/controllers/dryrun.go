@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,14 +31,26 @@ const DryRunEventSource = "node-lifecycle-controller-dry-run"
 type writers struct {
 	client    client.Client
 	apiReader client.Reader
-	upstream  *upstreamEvents
-	dry       *shadow.Shadow
+	// urgent and urgentReader are client and apiReader without a
+	// client-side rate limit (unthrottled): what a failure calls for at
+	// once, the marks, the live reads that confirm them and the pods'
+	// readiness, is metered by the apiserver's priority and fairness, not
+	// by a token bucket sized for the quiet days.
+	urgent       client.Client
+	urgentReader client.Reader
+	upstream     *upstreamEvents
+	dry          *shadow.Shadow
 }
 
 // newWriters returns the writers opts call for. In a dry run it adds to mgr
 // the watch of what the other controller does and the store of the record.
 func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents, holds shadow.Holds, clk clock.WithTicker) (*writers, error) {
-	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), upstream: upstream}
+	live, err := unthrottled(mgr)
+	if err != nil {
+		return nil, err
+	}
+	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), upstream: upstream,
+		urgent: readThrough{Client: live, reads: mgr.GetClient()}, urgentReader: live}
 	if !opts.DryRun {
 		return w, nil
 	}
@@ -51,6 +64,8 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	w.dry.Holds = holds
 	w.client = w.dry.Client(mgr.GetClient())
 	w.apiReader = w.dry.Reader(mgr.GetAPIReader())
+	w.urgent = w.dry.Client(w.urgent)
+	w.urgentReader = w.dry.Reader(w.urgentReader)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return w.dry.Watch(ctx, mgr.GetCache())
 	})); err != nil {
@@ -62,6 +77,37 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	}
 	mgr.GetLogger().Info("Dry run: nothing is written to Nodes or Pods", "record", opts.DryRunRecord)
 	return w, nil
+}
+
+// readThrough reads as the manager's client does, from its cache, and
+// writes with its own Client.
+type readThrough struct {
+	client.Client
+	reads client.Reader
+}
+
+// Get reads the object as the manager's client does.
+func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reads.Get(ctx, key, obj, opts...)
+}
+
+// List reads the objects as the manager's client does.
+func (c readThrough) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.reads.List(ctx, list, opts...)
+}
+
+// unthrottled returns a client that reads live and writes as mgr's does,
+// over the same connection and through the same gate, without a
+// client-side rate limit: the apiserver's priority and fairness meters
+// what it sends.
+func unthrottled(mgr ctrl.Manager) (client.Client, error) {
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	c, err := client.New(cfg, client.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("unthrottled client: %w", err)
+	}
+	return c, nil
 }
 
 // recorder returns the recorder of a controller whose events come from

@@ -116,8 +116,8 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		deadlines = s.Clock
 	}
 	r := &nodehealth.Reconciler{
-		Client:    w.client,
-		APIReader: w.apiReader,
+		Client:    w.urgent,
+		APIReader: w.urgentReader,
 		Pods:      pods,
 		Clock:     clk,
 		Recorder:  w.recorder(nodehealth.EventSource),

@@ -59,7 +59,13 @@ type APIClock interface {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	// SetupWithManager has it read back its own Node writes until the
-	// cache shows them (package readback).
+	// cache shows them (package readback). The setup gives it, and
+	// APIReader, no client-side rate limit: what they send is what a
+	// failure calls for at once (a dead zone's marks, the live reads that
+	// confirm them, and thousands of pods whose every late write is a
+	// Service still routing to a dead pod), bounded by the workers, Workers
+	// looks and podMarkWorkers nodes' podWorkers pods at a time, and
+	// metered by the apiserver's priority and fairness.
 	Client client.Client
 	// APIReader reads from the apiserver directly; it confirms a silence
 	// before a node is marked, so that a lagging watch never marks a live
@@ -108,6 +114,10 @@ type Reconciler struct {
 
 	// wakes schedules each node's next look (wake.go).
 	wakes *wakes
+	// podMarks marks the pods of silent nodes NotReady on workers of its
+	// own (podmarks.go); nil, as before SetupWithManager, marks them in
+	// the look.
+	podMarks *podMarks
 	// maintenance remembers the nodes held for their maintenance, to tell
 	// each hold's start and end once (maintenance.go).
 	maintenance maintenanceHolds
@@ -245,7 +255,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.reconcileMaintenance(ctx, node, d)
 	if d.MarkPods {
-		if err := r.markPodsNotReady(ctx, node, now); err != nil {
+		if r.podMarks != nil {
+			r.podMarks.add(node.Name)
+		} else if err := r.markPodsNotReady(ctx, node, now); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

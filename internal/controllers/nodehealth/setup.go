@@ -50,6 +50,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 	if err := mgr.Add(r.wakes); err != nil {
 		return err
 	}
+	r.podMarks = newPodMarks(r)
+	if err := mgr.Add(r.podMarks); err != nil {
+		return err
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return r.resync(ctx, ticker, resyncPeriod)
 	})); err != nil {

@@ -1,0 +1,61 @@
+package nodehealth
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// podReadyOf returns the Ready status of the named pod as the cache holds it.
+func (f *fixture) podReadyOf(t *testing.T, name string) corev1.ConditionStatus {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := f.cached.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Status.Conditions[0].Status
+}
+
+// TestPodsAreMarkedOffTheLook: the look that finds a node silent only
+// queues its pods; the pod workers mark them, so that no other node's look
+// waits behind them.
+func TestPodsAreMarkedOffTheLook(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
+	f.r.podMarks = newPodMarks(f.r)
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
+		t.Fatalf("pod Ready = %s after the look: the look wrote it", got)
+	}
+	if n := f.r.podMarks.queue.Len(); n != 1 {
+		t.Fatalf("%d nodes queued for their pods, want 1", n)
+	}
+	f.r.podMarks.next(context.Background())
+	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionFalse {
+		t.Fatalf("pod Ready = %s after its turn, want False", got)
+	}
+}
+
+// TestANodeBackByItsPodsTurnKeepsThem: a node that reported Ready again
+// between its look and its pods' turn keeps its pods' readiness.
+func TestANodeBackByItsPodsTurnKeepsThem(t *testing.T) {
+	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
+	f.r.podMarks = newPodMarks(f.r)
+	f.reconcile(t)
+	f.clock.Step(grace.Monitor)
+	f.reconcile(t)
+	n := f.node(t)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+		LastHeartbeatTime: metav1.NewTime(f.clock.Now())}}
+	if err := f.cached.Status().Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	f.r.podMarks.next(context.Background())
+	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
+		t.Fatalf("pod Ready = %s: marked NotReady on a node back since its look", got)
+	}
+}
