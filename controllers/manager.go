@@ -188,6 +188,7 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 			return nil, fmt.Errorf("controllers: %w", err)
 		}
 	}
+	mgrOpts.NewClient = unthrottledClient(mgrOpts.NewClient)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -202,6 +203,25 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 		return nil, err
 	}
 	return withHealthChecks(mgr, gate, clock.RealClock{})
+}
+
+// unthrottledClient returns a constructor of the manager's client that
+// builds it, with newClient (client.New when nil), without a client-side
+// rate limit. What the controllers write, they write when nodes fail: a dead
+// zone's marks, taints and thousands of pod conditions, each one late a
+// Service still routing to a dead pod. Their workers bound how much is in
+// flight, and the apiserver's priority and fairness meters it; the cache's
+// lists and watches, the pod watches, events and the leader election keep
+// the config's limit (--kube-api-qps).
+func unthrottledClient(newClient client.NewClientFunc) client.NewClientFunc {
+	if newClient == nil {
+		newClient = client.New
+	}
+	return func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+		return newClient(cfg, o)
+	}
 }
 
 // DryRunLeaseName is the leader election lease a dry run (options.DryRun)

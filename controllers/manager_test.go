@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -119,5 +120,26 @@ func TestStripUnreadDropsImagesAndManagedFieldsOnly(t *testing.T) {
 	kept := got.(*corev1.Node).ManagedFields
 	if len(kept) != 1 || kept[0].Manager != "kube-controller-manager" || strings.Contains(kept[0].FieldsV1.GetRawString(), "images") {
 		t.Errorf("a marked Node keeps %+v, want kube-controller-manager's entry trimmed to its mark", kept)
+	}
+}
+
+// TestTheManagersClientHasNoClientSideRateLimit: the client NewManager
+// gives the controllers is built by the caller's constructor, from a copy
+// of the config without a rate limit; the config itself keeps its limit.
+func TestTheManagersClientHasNoClientSideRateLimit(t *testing.T) {
+	cfg := &rest.Config{Host: "https://example.invalid", QPS: 20, Burst: 30}
+	var built *rest.Config
+	newClient := unthrottledClient(func(c *rest.Config, _ client.Options) (client.Client, error) {
+		built = c
+		return nil, nil
+	})
+	if _, err := newClient(cfg, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if built == nil || built.QPS >= 0 || built.RateLimiter != nil {
+		t.Fatalf("the client was built with %+v; want no rate limit", built)
+	}
+	if cfg.QPS != 20 || cfg.Burst != 30 {
+		t.Fatalf("the config was changed to QPS %v, burst %d", cfg.QPS, cfg.Burst)
 	}
 }

@@ -147,8 +147,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
 		"Requests per second the controller may send to the apiserver, sustained, for each kind of object it reads or writes. Higher than "+
 			"kube-controller-manager's 20, which many controllers share: this one writes only when nodes fail, and then must not wait. "+
-			"The marks, the live reads that confirm them, the taints and the pods' NotReady conditions are not limited on the client: "+
-			"their concurrency bounds them, and the apiserver's priority and fairness meters them.")
+			"Writes, and the live reads that confirm a silence, are not limited on the client: the workers bound them, "+
+			"and the apiserver's priority and fairness meters them. The limit applies to the lists and watches, the events and the leader election.")
 	fs.Int32Var(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
 		"Requests the controller may send to the apiserver in a burst above --kube-api-qps, with the same division.")
 

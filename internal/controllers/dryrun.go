@@ -31,15 +31,13 @@ const DryRunEventSource = "node-lifecycle-controller-dry-run"
 type writers struct {
 	client    client.Client
 	apiReader client.Reader
-	// urgent and urgentReader are client and apiReader without a
-	// client-side rate limit (unthrottled): what a failure calls for at
-	// once, the marks, the live reads that confirm them and the pods'
-	// readiness, is metered by the apiserver's priority and fairness, not
-	// by a token bucket sized for the quiet days.
-	urgent       client.Client
-	urgentReader client.Reader
-	upstream     *upstreamEvents
-	dry          *shadow.Shadow
+	// liveReader reads live, as apiReader does, without a client-side
+	// rate limit (unthrottled): the reads that confirm a silence before a
+	// mark, and before a node's pods are marked, come by the hundred when
+	// a zone dies, and each one waited for is a late mark.
+	liveReader client.Reader
+	upstream   *upstreamEvents
+	dry        *shadow.Shadow
 }
 
 // newWriters returns the writers opts call for. In a dry run it adds to mgr
@@ -49,8 +47,7 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	if err != nil {
 		return nil, err
 	}
-	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), upstream: upstream,
-		urgent: readThrough{Client: live, reads: mgr.GetClient()}, urgentReader: live}
+	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), liveReader: live, upstream: upstream}
 	if !opts.DryRun {
 		return w, nil
 	}
@@ -64,8 +61,7 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	w.dry.Holds = holds
 	w.client = w.dry.Client(mgr.GetClient())
 	w.apiReader = w.dry.Reader(mgr.GetAPIReader())
-	w.urgent = w.dry.Client(w.urgent)
-	w.urgentReader = w.dry.Reader(w.urgentReader)
+	w.liveReader = w.dry.Reader(w.liveReader)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return w.dry.Watch(ctx, mgr.GetCache())
 	})); err != nil {
@@ -79,28 +75,10 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	return w, nil
 }
 
-// readThrough reads as the manager's client does, from its cache, and
-// writes with its own Client.
-type readThrough struct {
-	client.Client
-	reads client.Reader
-}
-
-// Get reads the object as the manager's client does.
-func (c readThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return c.reads.Get(ctx, key, obj, opts...)
-}
-
-// List reads the objects as the manager's client does.
-func (c readThrough) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	return c.reads.List(ctx, list, opts...)
-}
-
-// unthrottled returns a client that reads live and writes as mgr's does,
-// over the same connection and through the same gate, without a
-// client-side rate limit: the apiserver's priority and fairness meters
-// what it sends.
-func unthrottled(mgr ctrl.Manager) (client.Client, error) {
+// unthrottled returns a client that reads live, over the manager's
+// connection, without a client-side rate limit: the apiserver's priority
+// and fairness meters what it sends.
+func unthrottled(mgr ctrl.Manager) (client.Reader, error) {
 	cfg := rest.CopyConfig(mgr.GetConfig())
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	c, err := client.New(cfg, client.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})

@@ -116,8 +116,8 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		deadlines = s.Clock
 	}
 	r := &nodehealth.Reconciler{
-		Client:    w.urgent,
-		APIReader: w.urgentReader,
+		Client:    w.client,
+		APIReader: w.liveReader,
 		Pods:      pods,
 		Clock:     clk,
 		Recorder:  w.recorder(nodehealth.EventSource),

@@ -59,13 +59,12 @@ type APIClock interface {
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	// SetupWithManager has it read back its own Node writes until the
-	// cache shows them (package readback). The setup gives it, and
-	// APIReader, no client-side rate limit: what they send is what a
-	// failure calls for at once (a dead zone's marks, the live reads that
-	// confirm them, and thousands of pods whose every late write is a
-	// Service still routing to a dead pod), bounded by the workers, Workers
-	// looks and podMarkWorkers nodes' podWorkers pods at a time, and
-	// metered by the apiserver's priority and fairness.
+	// cache shows them (package readback). What it and APIReader send is
+	// what a failure calls for at once (a dead zone's marks, the live reads
+	// that confirm them, and thousands of pods whose every late write is a
+	// Service still routing to a dead pod); the workers bound it, Workers
+	// looks and podMarkWorkers nodes' podWorkers pods at a time, and the
+	// setup gives both no client-side rate limit (controllers.NewManager).
 	Client client.Client
 	// APIReader reads from the apiserver directly; it confirms a silence
 	// before a node is marked, so that a lagging watch never marks a live
