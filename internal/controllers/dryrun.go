@@ -29,15 +29,14 @@ const DryRunEventSource = "node-lifecycle-controller-dry-run"
 // kube-controller-manager's event sources, or in a dry run a client that
 // writes nothing and a recorder whose events land on the dry run's record.
 type writers struct {
-	client    client.Client
+	client client.Client
+	// apiReader reads live, without a client-side rate limit
+	// (unthrottled): the reads that confirm a silence before a mark, and
+	// before a node's pods are marked, come by the hundred when a zone
+	// dies, and each one waited for is a late mark.
 	apiReader client.Reader
-	// liveReader reads live, as apiReader does, without a client-side
-	// rate limit (unthrottled): the reads that confirm a silence before a
-	// mark, and before a node's pods are marked, come by the hundred when
-	// a zone dies, and each one waited for is a late mark.
-	liveReader client.Reader
-	upstream   *upstreamEvents
-	dry        *shadow.Shadow
+	upstream  *upstreamEvents
+	dry       *shadow.Shadow
 }
 
 // newWriters returns the writers opts call for. In a dry run it adds to mgr
@@ -47,7 +46,7 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	if err != nil {
 		return nil, err
 	}
-	w := &writers{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), liveReader: live, upstream: upstream}
+	w := &writers{client: mgr.GetClient(), apiReader: live, upstream: upstream}
 	if !opts.DryRun {
 		return w, nil
 	}
@@ -60,8 +59,7 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 	w.dry = shadow.New(shadow.NewRecord(), clk, shadow.Retarget(upstream.For(DryRunEventSource), own))
 	w.dry.Holds = holds
 	w.client = w.dry.Client(mgr.GetClient())
-	w.apiReader = w.dry.Reader(mgr.GetAPIReader())
-	w.liveReader = w.dry.Reader(w.liveReader)
+	w.apiReader = w.dry.Reader(live)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		return w.dry.Watch(ctx, mgr.GetCache())
 	})); err != nil {

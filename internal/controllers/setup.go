@@ -117,7 +117,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	}
 	r := &nodehealth.Reconciler{
 		Client:    w.client,
-		APIReader: w.liveReader,
+		APIReader: w.apiReader,
 		Pods:      pods,
 		Clock:     clk,
 		Recorder:  w.recorder(nodehealth.EventSource),
