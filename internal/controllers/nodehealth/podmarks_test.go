@@ -19,15 +19,24 @@ func (f *fixture) podReadyOf(t *testing.T, name string) corev1.ConditionStatus {
 	return p.Status.Conditions[0].Status
 }
 
-// TestPodsAreMarkedOffTheLook: the look that finds a node silent only
-// queues its pods; the pod workers mark them, so that no other node's look
-// waits behind them.
-func TestPodsAreMarkedOffTheLook(t *testing.T) {
+// silentNodeWithAPod returns a fixture whose node n1, with its pod p1, has
+// gone silent past its grace and been looked at, with pod workers of its
+// own.
+func silentNodeWithAPod(t *testing.T) *fixture {
+	t.Helper()
 	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
 	f.r.podMarks = newPodMarks(f.r)
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)
 	f.reconcile(t)
+	return f
+}
+
+// TestPodsAreMarkedOffTheLook: the look that finds a node silent only
+// queues its pods; the pod workers mark them, so that no other node's look
+// waits behind them.
+func TestPodsAreMarkedOffTheLook(t *testing.T) {
+	f := silentNodeWithAPod(t)
 	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
 		t.Fatalf("pod Ready = %s after the look: the look wrote it", got)
 	}
@@ -43,11 +52,7 @@ func TestPodsAreMarkedOffTheLook(t *testing.T) {
 // TestANodeBackByItsPodsTurnKeepsThem: a node that reported Ready again
 // between its look and its pods' turn keeps its pods' readiness.
 func TestANodeBackByItsPodsTurnKeepsThem(t *testing.T) {
-	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
-	f.r.podMarks = newPodMarks(f.r)
-	f.reconcile(t)
-	f.clock.Step(grace.Monitor)
-	f.reconcile(t)
+	f := silentNodeWithAPod(t)
 	n := f.node(t)
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 		LastHeartbeatTime: metav1.NewTime(f.clock.Now())}}
