@@ -14,7 +14,8 @@
 // nodehealth/mark.go writes the mark (internal/health/conditions.go);
 // nodehealth/guard.go tells the disruption guard (internal/disruption),
 // which nodehealth/noexecute.go asks before it taints the node NoExecute;
-// nodehealth/pods.go marks the node's pods NotReady;
+// nodehealth/podmarks.go queues the node's pods, which its own workers
+// mark NotReady (nodehealth/pods.go);
 // podeviction/controller.go deletes them at the deadline
 // internal/eviction/deadline.go computes. Policies reach every controller
 // through one owner, nodehealthpolicy/source.go.

@@ -53,7 +53,7 @@ type Model struct {
 }
 
 // freshFor is how long a silence confirmed from a live read stands without
-// another: the look that follows a mark marks the node's pods without
+// another: the pods' turn that follows a mark marks the node's pods without
 // reading the node again.
 const freshFor = time.Second
 

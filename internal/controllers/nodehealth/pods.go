@@ -22,7 +22,7 @@ const podWorkers = 16
 // markPodsNotReady sets Ready=False on the pods of a node the controller
 // found silent, so that Services stop sending them traffic: each pod once in
 // the silence (the model remembers which), those listed later (bound since,
-// or listed late) at the look their listing queues.
+// or listed late) at the turn the look their listing queues asks for.
 func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node, now time.Time) error {
 	pods, err := r.pods().On(ctx, node.Name)
 	if errors.Is(err, podscope.ErrNotListed) {
