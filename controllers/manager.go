@@ -159,6 +159,11 @@ func checkCache(o cache.Options) error {
 // excepted. A lock set in mgrOpts.LeaderElectionResourceLockInterface is
 // kept, with the client it was made with, and watched the same way.
 //
+// The manager's client, built with mgrOpts.NewClient when set, has no
+// client-side rate limit: the controllers write when nodes fail, and then
+// must not wait. cfg's QPS and Burst still limit the cache's lists and
+// watches.
+//
 // The manager carries health checks (Manager.HealthChecks), added to its
 // own probe server as well: a leader whose Lease has lapsed, and caches not
 // synced.
