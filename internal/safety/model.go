@@ -233,11 +233,7 @@ func (m *Model) Look(in Input) Decision {
 	if d.Want == "" {
 		m.endEpisode(node.Name)
 	}
-	if d.Want == corev1.TaintNodeUnreachable {
-		if ok, _ := m.Guard.PodMarkingAllowedFor(node.Name); ok {
-			d.MarkPods = true
-		}
-	}
+	d.MarkPods = m.MarksPods(node)
 	if d.InMaintenance && !d.Maintenance.Until.IsZero() && d.Want != "" {
 		d.Retry = earliest(d.Retry, d.Maintenance.Until)
 	}
@@ -325,6 +321,18 @@ func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace he
 		m.mu.Unlock()
 	}
 	return v, silent
+}
+
+// MarksPods reports whether the node's pods are to be marked NotReady as
+// the node stands: it is Unknown (the controller found it silent) and
+// nothing holds the marking. A look decides it so, and so does the pods'
+// own turn, which may come after the node is back.
+func (m *Model) MarksPods(node *corev1.Node) bool {
+	if WantedNoExecute(node) != corev1.TaintNodeUnreachable {
+		return false
+	}
+	ok, _ := m.Guard.PodMarkingAllowedFor(node.Name)
+	return ok
 }
 
 // Fresh reports whether the node's silence was confirmed from a live read

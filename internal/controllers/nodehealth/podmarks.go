@@ -8,8 +8,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // podMarkWorkers is how many nodes have their pods marked NotReady at once,
@@ -94,11 +92,8 @@ func (p *podMarks) mark(ctx context.Context, name string) error {
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("get node %q: %w", name, err))
 	}
-	if safety.WantedNoExecute(node) != corev1.TaintNodeUnreachable {
-		return nil
-	}
-	if ok, why := r.model().Guard.PodMarkingAllowedFor(name); !ok {
-		ctrl.LoggerFrom(ctx).V(1).Info("Not marking the node's pods NotReady", "held", why)
+	if !r.model().MarksPods(node) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Node back, or its pods' marking held, since its look; not marking them NotReady")
 		return nil
 	}
 	return r.markPodsNotReady(ctx, node, r.Clock.Now())
