@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/diff"
@@ -358,7 +359,7 @@ func TestChartValues(t *testing.T) {
 		}
 		for _, o := range objs {
 			switch ns := o.GetNamespace(); {
-			case o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(o.GetKind(), "Cluster"):
+			case clusterScoped(o):
 				if ns != "" {
 					t.Errorf("%s is cluster-scoped but has a namespace", describe(o))
 				}
@@ -380,7 +381,26 @@ func TestChartValues(t *testing.T) {
 				}
 			}
 		}
+		for _, o := range find(objs, "FlowSchema") {
+			for _, rule := range convert[flowcontrolv1.FlowSchema](t, o).Spec.Rules {
+				for _, s := range rule.Subjects {
+					if sa := s.ServiceAccount; sa == nil || sa.Namespace != elsewhere {
+						t.Errorf("%s matches %v, want a ServiceAccount in the release's namespace %s", describe(o), subjectsOf([]flowcontrolv1.Subject{s}), elsewhere)
+					}
+				}
+			}
+		}
 	})
+}
+
+// clusterScoped says whether o is of a kind the installer and the chart
+// render without a namespace.
+func clusterScoped(o *unstructured.Unstructured) bool {
+	switch o.GetKind() {
+	case "Namespace", "CustomResourceDefinition", "FlowSchema", "PriorityLevelConfiguration":
+		return true
+	}
+	return strings.HasPrefix(o.GetKind(), "Cluster")
 }
 
 func TestChartIsAcceptedByTheAPIServer(t *testing.T) {
