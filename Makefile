@@ -170,7 +170,7 @@ BENCH_GO = KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" go test -run='^$$' -bench
 BENCH_UPSTREAM = go build -C test/bench -o $(LOCALBIN)/bench-cmd . && KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))" $(LOCALBIN)/bench-cmd --nodes=$(BENCH_NODES) --out=$(BENCH_OUT) $(BENCH_ARGS)
 
 .PHONY: bench
-bench: envtest-assets build ## Run the Go benchmarks (bench-go), then the side-by-side benchmark against upstream (bench-upstream), one after the other.
+bench: envtest-assets build kustomize ## Run the Go benchmarks (bench-go), then the side-by-side benchmark against upstream (bench-upstream), one after the other.
 	$(BENCH_GO)
 	$(BENCH_UPSTREAM)
 
@@ -179,7 +179,7 @@ bench-go: envtest-assets ## Run every Go benchmark, without the tests, against t
 	$(BENCH_GO)
 
 .PHONY: bench-upstream
-bench-upstream: envtest-assets build ## Run upstream kube-controller-manager's node lifecycle controllers, ours with the same flags, and a floor that only watches Nodes and Leases, each on a fresh local control plane and BENCH_NODES (1000) fleet whose nodes each list 50 images and run 30 pods, each pod's status written every 5 minutes (--images-per-node, --pods-per-node, --pod-status-every), in 3 rounds that rotate the order (about an hour); table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
+bench-upstream: envtest-assets build kustomize ## Run upstream kube-controller-manager's node lifecycle controllers, ours with the same flags, and a floor that only watches Nodes and Leases, each on a fresh local control plane and BENCH_NODES (1000) fleet whose nodes each list 50 images and run 30 pods, each pod's status written every 5 minutes (--images-per-node, --pods-per-node, --pod-status-every), in 3 rounds that rotate the order (about an hour); table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
 	$(BENCH_UPSTREAM)
 
 .PHONY: demo

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +27,7 @@ type auditLog struct {
 func (a auditLog) configure(env *envtest.Environment, dir string, contenders []contender) error {
 	users := make([]string, len(contenders))
 	for i, c := range contenders {
-		users[i] = c.user()
+		users[i] = strconv.Quote(c.user())
 	}
 	policy := fmt.Sprintf(`apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -68,6 +70,7 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
 }
@@ -75,6 +78,7 @@ type auditEvent struct {
 // request is one API request, once.
 type request struct {
 	user, kind string // kind is "verb resource[/subresource]"
+	name       string // the object's name, if the request names one
 	at         time.Time
 }
 
@@ -99,14 +103,15 @@ func (a auditLog) read() ([]request, error) {
 			continue
 		}
 		seen[e.AuditID] = true
-		kind := e.Verb
+		kind, name := e.Verb, ""
 		if e.ObjectRef != nil {
 			kind += " " + e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
 				kind += "/" + e.ObjectRef.Subresource
 			}
+			name = e.ObjectRef.Name
 		}
-		out = append(out, request{user: e.User.Username, kind: kind, at: e.RequestReceived})
+		out = append(out, request{user: e.User.Username, kind: kind, name: name, at: e.RequestReceived})
 	}
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("read the audit log: %w", err)
@@ -132,4 +137,39 @@ func count(requests []request, user string, from, to time.Time) requestCount {
 		}
 	}
 	return c
+}
+
+// markSplit counts the requests of markKinds that user sent in [from, to)
+// about the nodes given, those up to each node's first status write (its
+// mark: the live reads that confirm the silence, and the write) apart from
+// those after it (live reads again, before the node's pods are written when
+// their turn comes over a second after the mark).
+func markSplit(requests []request, user string, from, to time.Time, nodes []string) (atMark, after int) {
+	want := map[string]bool{}
+	for _, n := range nodes {
+		want[n] = true
+	}
+	marked := map[string]bool{}
+	// The log is in the order the apiserver answered, which is near enough
+	// the order received; sort each node's by receipt to be sure.
+	byNode := map[string][]request{}
+	for _, r := range requests {
+		if r.user == user && want[r.name] && slices.Contains(markKinds, r.kind) && !r.at.Before(from) && r.at.Before(to) {
+			byNode[r.name] = append(byNode[r.name], r)
+		}
+	}
+	for name, rs := range byNode {
+		slices.SortStableFunc(rs, func(a, b request) int { return a.at.Compare(b.at) })
+		for _, r := range rs {
+			if marked[name] {
+				after++
+				continue
+			}
+			atMark++
+			if strings.HasSuffix(r.kind, "nodes/status") {
+				marked[name] = true
+			}
+		}
+	}
+	return atMark, after
 }

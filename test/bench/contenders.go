@@ -67,6 +67,8 @@ type contender struct {
 	// serving returns the flags that make it serve on free local ports
 	// (readiness, and profiles when asked for), with the URLs to poll.
 	serving func(dir string, profile bool) (servingFlags, error)
+	// as is the user it acts as (--fairness).
+	as envtest.User
 }
 
 // servingFlags are a contender's own flags and where it answers.
@@ -77,9 +79,9 @@ type servingFlags struct {
 	client     *http.Client
 }
 
-// user is the contender's envtest user, by which the audit log tells its
-// requests apart.
-func (c contender) user() string { return "bench-" + c.Name }
+// user is the name of the contender's envtest user, by which the audit log
+// tells its requests apart.
+func (c contender) user() string { return c.as.Name }
 
 // contenderNames are the contenders, in the order of the first round.
 var contenderNames = []string{"upstream", "ours", "floor"}
@@ -98,6 +100,7 @@ func pickContenders(ctx context.Context, c config) ([]contender, error) {
 		if c.only != "" && !slices.Contains(strings.Split(c.only, ","), ct.Name) {
 			continue
 		}
+		ct.as = identity(c.fairness, ct.Name)
 		if ct.Name == "floor" && ct.binary == "" {
 			built, err := buildFloor(ctx, c.outDir)
 			if err != nil {
@@ -242,7 +245,7 @@ type running struct {
 // it serves.
 func (c contender) start(ctx context.Context, env *envtest.Environment, dir string, profile bool, gogc string) (*running, error) {
 	kubeconfig := filepath.Join(dir, c.Name+".kubeconfig")
-	if err := harness.WriteKubeconfig(env, c.user(), kubeconfig); err != nil {
+	if err := harness.WriteUserKubeconfig(env, c.as, kubeconfig); err != nil {
 		return nil, err
 	}
 	s, err := c.serving(dir, profile)

@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
@@ -71,6 +72,14 @@ type config struct {
 	profile                   bool
 	gogc                      string
 	ours, upstream, floor     string
+	// fairness is who the clients are to priority and fairness; kustomize
+	// and installer render the installer's objects when they are not
+	// exempt.
+	fairness             fairness
+	kustomize, installer string
+	// cacheCheck leaves the apiserver's watch cache check and etcd's
+	// compaction on.
+	cacheCheck bool
 }
 
 // benchConfig is what the bench was asked to do.
@@ -94,7 +103,13 @@ type benchConfig struct {
 	Profile  bool   `json:"profile"`
 	// GOGC is what every contender's GOGC was set to, empty for Go's
 	// default (100).
-	GOGC       string   `json:"gogc,omitempty"`
+	GOGC string `json:"gogc,omitempty"`
+	// Fairness is who the contenders and the fleet were to the apiserver's
+	// priority and fairness (--fairness).
+	Fairness string `json:"fairness,omitempty"`
+	// CacheCheck is true when the apiserver's watch cache check and etcd's
+	// compaction were left on.
+	CacheCheck bool     `json:"cacheCheck,omitempty"`
 	Flags      []string `json:"sharedFlags"`
 	FloorFlags []string `json:"floorFlags"`
 }
@@ -103,6 +118,7 @@ func describeConfig(c config) benchConfig {
 	d := benchConfig{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, ImagesPerNode: c.imagesPerNode,
 		StopPercent: c.stopPercent, StopZone: c.stopZone, Steady: c.steady.String(), Runs: c.runs, Profile: c.profile, GOGC: c.gogc,
+		Fairness: string(c.fairness), CacheCheck: c.cacheCheck,
 		Flags: sharedFlags(), FloorFlags: clientFlags(),
 	}
 	if c.podsPerNode > 0 && c.podStatusEvery > 0 {
@@ -152,7 +168,16 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.ours, "ours", "bin/node-lifecycle-controller", "our controller binary (make build)")
 	flag.StringVar(&c.upstream, "upstream", "bin/kube-controller-manager", "the kube-controller-manager binary (make envtest-assets)")
 	flag.StringVar(&c.floor, "floor", "", "the floor binary; empty builds test/bench/floor into --out")
+	var fair string
+	flag.StringVar(&fair, "fairness", string(fairnessExempt), `who the clients are to the apiserver's priority and fairness: "exempt" runs the contenders and the fleet in system:masters, which it exempts; `+
+		`"cluster" runs upstream as system:kube-controller-manager, ours and the floor as the installer's ServiceAccount with its RBAC, and the fleet as nodes, under the apiserver's own flow schemas; `+
+		`"install" does too, with the installer's priority level and flow schemas (config/flowcontrol) applied`)
+	flag.BoolVar(&c.cacheCheck, "cache-check", false, "leave on the apiserver's periodic check of each watch cache against etcd (DetectCacheInconsistency, first 5 to 7.5 minutes after its start) and etcd's compaction every 5 minutes, which the bench otherwise turns off: "+
+		"at 5,000 nodes the check holds every request for some 25s")
+	flag.StringVar(&c.kustomize, "kustomize", "bin/kustomize", "the kustomize binary (make kustomize) that renders --installer, unless --fairness=exempt")
+	flag.StringVar(&c.installer, "installer", "config/default", "the kustomize installer whose ServiceAccount, RBAC and, with --fairness=install, flow control objects ours and the floor run with")
 	flag.Parse()
+	c.fairness = fairness(fair)
 	switch {
 	case flag.NArg() > 0:
 		return c, fmt.Errorf("unexpected arguments: %v", flag.Args())
@@ -176,6 +201,8 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("--runs=%d: need at least 1", c.runs)
 	case c.gogc != "" && c.gogc != "off" && !positiveInt(c.gogc):
 		return c, fmt.Errorf(`--gogc=%s: must be a positive whole percentage or "off"`, c.gogc)
+	case !slices.Contains(fairnessModes, c.fairness):
+		return c, fmt.Errorf(`--fairness=%s: must be "exempt", "cluster" or "install"`, c.fairness)
 	case c.only != "" && slices.ContainsFunc(strings.Split(c.only, ","), func(n string) bool { return !slices.Contains(contenderNames, n) }):
 		return c, fmt.Errorf(`--only=%s: must list "upstream", "ours" or "floor", separated by commas`, c.only)
 	}
@@ -199,6 +226,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var installer []*unstructured.Unstructured
+	if c.fairness != fairnessExempt {
+		if installer, err = renderInstaller(ctx, c.kustomize, c.installer, c.fairness); err != nil {
+			return err
+		}
+	}
 	assets, closeLog, err := harness.Prepare("make bench", c.outDir)
 	if err != nil {
 		return err
@@ -209,7 +242,7 @@ func run(ctx context.Context) error {
 	for round := range c.runs {
 		for position, ct := range inRound(contenders, round) {
 			fmt.Printf("\n=== round %d of %d: %s ===\n", round+1, c.runs, ct.Name)
-			r, err := runAlone(ctx, c, assets, ct, round+1, position+1)
+			r, err := runAlone(ctx, c, assets, ct, installer, round+1, position+1)
 			if r != nil {
 				res.Runs = append(res.Runs, r)
 			}
@@ -225,8 +258,10 @@ func run(ctx context.Context) error {
 // runAlone gives one contender a run of its own: a fresh control plane with
 // an audit log of its requests, a fresh fleet on it, its turn, and its
 // requests counted. Nothing of an earlier run's etcd, watch cache or fleet
-// carries over. It returns what it measured so far even when it fails.
-func runAlone(ctx context.Context, c config, assets string, ct contender, round, position int) (*turn, error) {
+// carries over. The contender and the fleet act as --fairness says, ours
+// and the floor with the objects of installer. It returns what it measured
+// so far even when it fails.
+func runAlone(ctx context.Context, c config, assets string, ct contender, installer []*unstructured.Unstructured, round, position int) (*turn, error) {
 	dir := filepath.Join(c.outDir, fmt.Sprintf("round%d-%s", round, ct.Name))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
@@ -248,9 +283,12 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 	// cores it held every request for some 25s, in every contender's run
 	// alike. Its compaction of etcd, every 5 minutes, is off too. A run's
 	// etcd is fresh and lives under 15 minutes, and no controller's delays
-	// should hold the control plane's housekeeping.
-	env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", "0")
-	env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "DetectCacheInconsistency=false")
+	// should hold the control plane's housekeeping. --cache-check leaves
+	// both on, to measure how the marks ride through them.
+	if !c.cacheCheck {
+		env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", "0")
+		env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "DetectCacheInconsistency=false")
+	}
 	fmt.Printf("Starting a local control plane from %s ...\n", assets)
 	start := time.Now()
 	cfg, err := harness.StartControlPlane(env)
@@ -259,8 +297,12 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 	}
 	defer harness.StopControlPlane(env, "bench")
 	planeUp := time.Since(start)
+	fleetCfg, err := prepareIdentities(ctx, env, cfg, c.fairness, ct, installer)
+	if err != nil {
+		return nil, err
+	}
 
-	f, obs, fleetUp, err := startFleet(ctx, cfg, c)
+	f, obs, fleetUp, err := startFleet(ctx, cfg, fleetCfg, c)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +311,7 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 
 	b := &bench{cfg: c, env: env, dir: dir, fleet: f, obs: obs, victims: pickVictims(f, c)}
 	r, err := b.measure(ctx, ct)
-	r.Round, r.Position, r.Dir = round, position, dir
+	r.Round, r.Position, r.Dir, r.User = round, position, dir, ct.user()
 	r.ControlPlaneStart, r.FleetStart = secs(planeUp), secs(fleetUp)
 	if c.podsPerNode > 0 {
 		r.PodCreation = secs(f.PodCreation())
@@ -286,15 +328,16 @@ func runAlone(ctx context.Context, c config, assets string, ct contender, round,
 // and returns how long that took. It comes before the contender starts, so
 // that creating the pods, which takes the most of it, stays out of every
 // measured window; the pods' statuses are written from then on, in every
-// contender's run alike.
-func startFleet(ctx context.Context, cfg *rest.Config, c config) (*fleet.Fleet, *observer, time.Duration, error) {
+// contender's run alike. The bench watches with cfg, and the fleet writes
+// with fleetCfg.
+func startFleet(ctx context.Context, cfg, fleetCfg *rest.Config, c config) (*fleet.Fleet, *observer, time.Duration, error) {
 	start := time.Now()
 	obs, err := startObserver(ctx, cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	fmt.Printf("Starting a fleet of %s ...\n", describeConfig(c).fleetLoad())
-	f, err := fleet.Start(ctx, cfg, fleet.Options{
+	f, err := fleet.Start(ctx, fleetCfg, fleet.Options{
 		Nodes: c.nodes, Zones: c.zones, PodsPerNode: c.podsPerNode, PodStatusEvery: c.podStatusEvery,
 		ImagesPerNode: c.imagesPerNode,
 	})

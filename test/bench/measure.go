@@ -31,6 +31,18 @@ type bench struct {
 type turn struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command"`
+	// User is the user it acted as, by which its requests are counted.
+	User string `json:"user"`
+	// FlowControl is what each flow schema's requests met at the
+	// apiserver's priority and fairness from the stop to the recovery,
+	// unless every client was exempt.
+	FlowControl []flowUse `json:"flowControl,omitempty"`
+	// MarkRequests counts, over the stopped nodes, from the stop to the
+	// recovery, the requests each node's mark was made of (the live reads
+	// before its first status write, and the write), and RereadRequests
+	// the live reads of those nodes after it.
+	MarkRequests   int `json:"markRequests"`
+	RereadRequests int `json:"rereadRequests"`
 	// Round counts from 1; Position is the run's place in its round, from
 	// 1. Dir holds the run's logs, audit log and profile.
 	Round    int    `json:"round"`
@@ -282,6 +294,12 @@ func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) erro
 	defer stopPods()
 	fmt.Printf("Stopping the heartbeats of %d nodes (at most %d per zone); waiting up to %v for each to be %s ...\n",
 		len(b.victims), perZone, timeout, what)
+	var flowAtStop flowSnapshot
+	if b.cfg.fairness != fairnessExempt {
+		if flowAtStop, err = scrapeFlowControl(ctx, b.env.Config); err != nil {
+			return err
+		}
+	}
 	b.obs.stopping(b.victims)
 	b.fleet.Stop(b.victims...)
 	r.Failed = time.Now()
@@ -306,6 +324,13 @@ func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) erro
 	}
 	r.Recovered = time.Now()
 	fmt.Printf("Every node is Ready and untainted again, %s after the resume.\n", secs(r.Recovered.Sub(r.AllTainted)))
+	if flowAtStop != nil {
+		flowAtRecovery, err := scrapeFlowControl(ctx, b.env.Config)
+		if err != nil {
+			return err
+		}
+		r.FlowControl = flowAtRecovery.since(flowAtStop)
+	}
 	after, err := cpuTime(proc.PID())
 	if err != nil {
 		return err

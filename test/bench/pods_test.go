@@ -49,16 +49,33 @@ func TestPodsNotReadyAreTimedOnce(t *testing.T) {
 }
 
 // TestMarkRequestsCountsTheMarksRequestsPerMarkedNode: the requests a mark
-// is made of, over the nodes seen marked.
+// is made of, up to each node's status write, apart from the reads after
+// it, over the nodes seen marked.
 func TestMarkRequestsCountsTheMarksRequestsPerMarkedNode(t *testing.T) {
 	d := 1.0
-	r := &turn{
-		Stopped: []stoppedNode{{Node: "a", MarkDelay: &d}, {Node: "b", MarkDelay: &d}, {Node: "c"}},
-		Requests: map[string]requestCount{"failure": {ByKind: map[string]int{
-			"patch nodes/status": 2, "get leases": 3, "patch nodes": 2, "patch pods/status": 20,
-		}}},
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	requests := []request{
+		{user: "ours", kind: "get leases", name: "a", at: at(1)},
+		{user: "ours", kind: "patch nodes/status", name: "a", at: at(2)},
+		{user: "ours", kind: "patch nodes", name: "a", at: at(3)},
+		{user: "ours", kind: "get leases", name: "a", at: at(10)},
+		{user: "ours", kind: "get nodes", name: "a", at: at(10)},
+		{user: "ours", kind: "get leases", name: "b", at: at(1)},
+		{user: "ours", kind: "update nodes/status", name: "b", at: at(2)},
+		{user: "ours", kind: "get leases", name: "live", at: at(2)},
+		{user: "other", kind: "get leases", name: "b", at: at(2)},
+		{user: "ours", kind: "get leases", name: "b", at: at(99)},
 	}
-	if got := markRequests(r); got != 2.5 {
-		t.Fatalf("markRequests = %v, want 2.5", got)
+	r := &turn{Stopped: []stoppedNode{{Node: "a", MarkDelay: &d}, {Node: "b", MarkDelay: &d}, {Node: "c"}}}
+	r.MarkRequests, r.RereadRequests = markSplit(requests, "ours", t0, at(50), []string{"a", "b", "c"})
+	if r.MarkRequests != 4 || r.RereadRequests != 2 {
+		t.Fatalf("markSplit = %d, %d; want 4 at the marks, 2 after", r.MarkRequests, r.RereadRequests)
+	}
+	if got := markRequests(r); got != 2 {
+		t.Errorf("markRequests = %v, want 2", got)
+	}
+	if got := rereadRequests(r); got != 1 {
+		t.Errorf("rereadRequests = %v, want 1", got)
 	}
 }

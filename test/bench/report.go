@@ -170,7 +170,7 @@ func (r *turn) phases() string {
 
 // countRequests fills the run's request counts from the audit log.
 func (r *turn) countRequests(requests []request) {
-	user := contender{Name: r.Name}.user()
+	user := r.User
 	r.Requests = map[string]requestCount{}
 	if !r.SteadyStart.IsZero() {
 		r.Requests["startup"] = count(requests, user, r.Started, r.SteadyStart)
@@ -182,6 +182,11 @@ func (r *turn) countRequests(requests []request) {
 	}
 	if !r.Recovered.IsZero() {
 		r.Requests["failure"] = count(requests, user, r.Failed, r.Recovered)
+		stopped := make([]string, len(r.Stopped))
+		for i, n := range r.Stopped {
+			stopped[i] = n.Node
+		}
+		r.MarkRequests, r.RereadRequests = markSplit(requests, user, r.Failed, r.Recovered, stopped)
 	}
 }
 
@@ -256,22 +261,27 @@ func podWriteRate(r *turn) (float64, bool) { return r.PodStatusWritesPerSecond, 
 // write, and the live reads that confirm the silence before it.
 var markKinds = []string{"patch nodes/status", "update nodes/status", "get nodes", "get leases"}
 
-// markRequests is how many requests of markKinds a run sent from the stop to
-// the recovery, per node it was seen to mark.
-func markRequests(r *turn) float64 {
-	marked, sent := 0, 0
-	for _, n := range r.Stopped {
-		if n.MarkDelay != nil {
+// markRequests is how many requests each mark was made of in a run (the
+// live reads before a node's first status write, and the write), per node
+// it was seen to mark.
+func markRequests(r *turn) float64 { return perMarked(r, r.MarkRequests) }
+
+// rereadRequests is how many live reads a run sent of the nodes it marked
+// after their marks, per node it was seen to mark.
+func rereadRequests(r *turn) float64 { return perMarked(r, r.RereadRequests) }
+
+// perMarked is n per stopped node seen marked in the run, 0 without any.
+func perMarked(r *turn, n int) float64 {
+	marked := 0
+	for _, s := range r.Stopped {
+		if s.MarkDelay != nil {
 			marked++
 		}
-	}
-	for _, k := range markKinds {
-		sent += r.Requests["failure"].ByKind[k]
 	}
 	if marked == 0 {
 		return 0
 	}
-	return float64(sent) / float64(marked)
+	return float64(n) / float64(marked)
 }
 
 // setting is a row's value for a number of the configuration, the same
@@ -321,7 +331,8 @@ func tableRows(c benchConfig) []row {
 			}
 			return float64(left)
 		})},
-		{name: "Node status writes and live Node and Lease reads per mark, median", format: "%.2f", ratio: true, value: judged(markRequests)},
+		{name: "requests per mark (live Node and Lease reads, and the status write), median", format: "%.2f", ratio: true, value: judged(markRequests)},
+		{name: "live reads per marked node after its mark, median", format: "%.2f", ratio: true, value: judged(rereadRequests)},
 		{name: "Lease renewal lag p99, stop to recovery (s), median", format: "%.2f", ratio: true,
 			value: judged(func(r *turn) float64 { return r.LeaseLag.P99 })},
 		{name: "Lease renewal lag max, stop to recovery (s), median", format: "%.2f", ratio: true,
@@ -351,6 +362,10 @@ func (res *results) markdown() string {
 	if c.GOGC != "" {
 		fmt.Fprintf(&b, "- Every contender ran with GOGC=%s (`--gogc`).\n", c.GOGC)
 	}
+	b.WriteString("- " + describeFairness(fairness(c.Fairness)) + "\n")
+	if c.CacheCheck {
+		b.WriteString("- The apiserver's check of each watch cache against etcd and etcd's compaction were left on (`--cache-check`).\n")
+	}
 	if c.Profile {
 		b.WriteString("- Each contender was CPU-profiled over its whole steady state (`--profile`), which costs each a little CPU, and its heap profiled, after a garbage collection, at the end of it.\n")
 	}
@@ -359,6 +374,7 @@ func (res *results) markdown() string {
 	}
 	b.WriteString("\n" + res.mainTable(c))
 	b.WriteString("\n### Over the runs: min / median / max\n\n" + res.spreadTables())
+	b.WriteString(flowTable(res.Runs))
 	b.WriteString(`
 - CPU: user and system time of the process (/proc/PID/stat) over the steady-state window, per minute.
   Peak RSS: VmHWM at the end of the run (for the floor, which has no failure phase, at the end of its steady state).
@@ -382,8 +398,11 @@ func (res *results) markdown() string {
   no Service routes to the node. With --stop-zone the run waits until every stopped node is marked
   and each of its pods NotReady, and at least two minutes from the stop: the taints the zone's rate
   allows in that time are counted, the others are "not tainted in time".
-- Per mark: the requests of the kinds a mark is made of (a Node status patch or update, a live Node
-  or Lease read) from the stop to the recovery, over the stopped nodes seen marked.
+- Per mark: from the stop to the recovery, the requests about a stopped node of the kinds a mark is
+  made of (a Node status patch or update, a live Node or Lease read), over the stopped nodes seen
+  marked: up to and including the node's first status write (the mark), and after it (live reads
+  again: ours reads a node again before writing its pods when their turn comes over a second after
+  its mark, in case it came back while its watch lagged).
 - Lease renewal lag: from the stop to the recovery, how long after its renewTime (stamped by the
   fleet as it sends the renewal) each renewal of a node that was not stopped reached the bench's
   watch: the apiserver's latency on the kubelets' heartbeats, and the watch's.

@@ -59,13 +59,19 @@ func StartControlPlane(env *envtest.Environment) (*rest.Config, error) {
 // keeps its requests apart from everyone else's in the apiserver's audit
 // log.
 func WriteKubeconfig(env *envtest.Environment, user, path string) error {
-	u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	return WriteUserKubeconfig(env, envtest.User{Name: user, Groups: []string{"system:masters"}}, path)
+}
+
+// WriteUserKubeconfig adds user, with its groups, to env's control plane
+// with a client certificate, and writes a kubeconfig for it to path.
+func WriteUserKubeconfig(env *envtest.Environment, user envtest.User, path string) error {
+	u, err := env.AddUser(user, nil)
 	if err != nil {
-		return fmt.Errorf("add user %s: %w", user, err)
+		return fmt.Errorf("add user %s: %w", user.Name, err)
 	}
 	kubeconfig, err := u.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("render the kubeconfig of %s: %w", user, err)
+		return fmt.Errorf("render the kubeconfig of %s: %w", user.Name, err)
 	}
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
