@@ -67,8 +67,8 @@ func TestFlowSchemasMatchTheControllersIdentity(t *testing.T) {
 						t.Errorf("FlowSchema %s matches %v, want %v alone", fs.Name, subjectsOf(rule.Subjects), subjectsOf([]flowcontrolv1.Subject{want}))
 					}
 				}
-				if pl := fs.Spec.PriorityLevelConfiguration.Name; pl != "workload-high" && !levels[pl] {
-					t.Errorf("FlowSchema %s sends its requests to priority level %s, which is neither rendered nor workload-high", fs.Name, pl)
+				if pl := fs.Spec.PriorityLevelConfiguration.Name; pl != "workload-low" && !levels[pl] {
+					t.Errorf("FlowSchema %s sends its requests to priority level %s, which is neither rendered nor workload-low", fs.Name, pl)
 				}
 			}
 		})
@@ -93,10 +93,11 @@ func subjectsOf(subjects []flowcontrolv1.Subject) []string {
 
 // TestFlowSchemasSendTheMarksToTheirOwnLevel applies each installer to an
 // apiserver and asks it, by the priority level it answers a request in
-// (priority and fairness names it in a response header), where the
-// controller's requests go: reading a Node and a node's Lease and writing a
-// Node's status to the marks' level, listing pods to workload-high; and
-// another ServiceAccount's to neither.
+// (priority and fairness names the flow schema and the level in its
+// answer's headers), where the controller's requests go: reading a Node and
+// a node's Lease and writing a Node's status to the marks' level, listing
+// pods to workload-low; and that another identity's requests are matched by
+// neither of the installer's schemas.
 func TestFlowSchemasSendTheMarksToTheirOwnLevel(t *testing.T) {
 	t.Run("config/default, as the ServiceAccount", func(t *testing.T) {
 		env, c, objs := applyInstaller(t, "config/default")
@@ -124,8 +125,9 @@ func TestFlowSchemasSendTheMarksToTheirOwnLevel(t *testing.T) {
 
 // checkLevels creates a Node and its Lease and checks, with the admin's
 // client c, that the apiserver of env answers controller's requests for a
-// mark in the marks' level and its list of pods in workload-high, and
-// stranger's in neither.
+// mark by the flow schema and in the priority level node-lifecycle-marks,
+// and its list of pods by the flow schema node-lifecycle-controller in
+// workload-low; and stranger's by neither schema.
 func checkLevels(t *testing.T, env *envtest.Environment, c client.Client, controller, stranger *http.Client) {
 	t.Helper()
 	ctx := t.Context()
@@ -136,69 +138,91 @@ func checkLevels(t *testing.T, env *envtest.Environment, c client.Client, contro
 			t.Fatalf("Create %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
-	levelUID := func(name string) string {
-		var pl flowcontrolv1.PriorityLevelConfiguration
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &pl); err != nil {
-			t.Fatalf("Get PriorityLevelConfiguration %s: %v", name, err)
-		}
-		return string(pl.UID)
+	// The UIDs the apiserver names in its answers, by the objects' names.
+	names := map[string]string{}
+	var schemas flowcontrolv1.FlowSchemaList
+	var levels flowcontrolv1.PriorityLevelConfigurationList
+	if err := c.List(ctx, &schemas); err != nil {
+		t.Fatalf("List FlowSchemas: %v", err)
 	}
-	marks, workloadHigh := levelUID(marksLevel), levelUID("workload-high")
+	if err := c.List(ctx, &levels); err != nil {
+		t.Fatalf("List PriorityLevelConfigurations: %v", err)
+	}
+	for _, fs := range schemas.Items {
+		names[string(fs.UID)] = "FlowSchema " + fs.Name
+	}
+	for _, pl := range levels.Items {
+		names[string(pl.UID)] = "PriorityLevelConfiguration " + pl.Name
+	}
 
 	host := strings.TrimSuffix(env.Config.Host, "/")
 	statusPatch := `{"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown"}]}}`
+	const (
+		marksSchema = "FlowSchema " + marksLevel
+		restSchema  = "FlowSchema node-lifecycle-controller"
+	)
 	for _, r := range []struct {
-		who             string
-		hc              *http.Client
-		method, path    string
-		body, wantLevel string
-		levelName       string
+		who                   string
+		hc                    *http.Client
+		method, path, body    string
+		wantSchema, wantLevel string
 	}{
-		{"the controller", controller, http.MethodGet, "/api/v1/nodes/n1", "", marks, marksLevel},
-		{"the controller", controller, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "", marks, marksLevel},
-		{"the controller", controller, http.MethodPatch, "/api/v1/nodes/n1/status", statusPatch, marks, marksLevel},
-		{"the controller", controller, http.MethodGet, "/api/v1/pods?limit=1", "", workloadHigh, "workload-high"},
+		{"the controller", controller, http.MethodGet, "/api/v1/nodes/n1", "", marksSchema, "PriorityLevelConfiguration " + marksLevel},
+		{"the controller", controller, http.MethodGet, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "", marksSchema, "PriorityLevelConfiguration " + marksLevel},
+		{"the controller", controller, http.MethodPatch, "/api/v1/nodes/n1/status", statusPatch, marksSchema, "PriorityLevelConfiguration " + marksLevel},
+		{"the controller", controller, http.MethodGet, "/api/v1/pods?limit=1", "", restSchema, "PriorityLevelConfiguration workload-low"},
 		{"a stranger", stranger, http.MethodGet, "/api/v1/nodes/n1", "", "", ""},
 	} {
 		// The apiserver takes a moment to take in new flow schemas.
 		poll(t, 30*time.Second, func() error {
-			got, status, err := priorityLevelOf(ctx, r.hc, r.method, host+r.path, r.body)
+			a, err := classify(ctx, r.hc, r.method, host+r.path, r.body)
 			if err != nil {
 				return err
 			}
+			schema, level := names[a.schemaUID], names[a.levelUID]
 			switch {
-			case r.wantLevel == "" && (got == marks || got == workloadHigh):
-				return fmt.Errorf("%s %s by %s answered %d in the controller's level %s", r.method, r.path, r.who, status, got)
-			case r.wantLevel != "" && got != r.wantLevel:
-				return fmt.Errorf("%s %s by %s answered %d in priority level %q, want %s (%s)", r.method, r.path, r.who, status, got, r.levelName, r.wantLevel)
-			case r.wantLevel != "" && status >= 300:
-				return fmt.Errorf("%s %s by %s answered %d", r.method, r.path, r.who, status)
+			case r.wantSchema == "" && (schema == marksSchema || schema == restSchema):
+				return fmt.Errorf("%s %s by %s answered %d by the controller's %s", r.method, r.path, r.who, a.status, schema)
+			case r.wantSchema != "" && (schema != r.wantSchema || level != r.wantLevel):
+				return fmt.Errorf("%s %s by %s answered %d by %q in %q, want %s in %s", r.method, r.path, r.who, a.status, schema, level, r.wantSchema, r.wantLevel)
+			case r.wantSchema != "" && a.status >= 300:
+				return fmt.Errorf("%s %s by %s answered %d", r.method, r.path, r.who, a.status)
 			}
 			return nil
 		})
 	}
 }
 
-// priorityLevelOf sends a request and returns the UID of the priority level
-// the apiserver served it in, and its status.
-func priorityLevelOf(ctx context.Context, hc *http.Client, method, url, body string) (string, int, error) {
+// classification is where priority and fairness served a request, as its
+// answer's headers name them, and the answer's status.
+type classification struct {
+	schemaUID, levelUID string
+	status              int
+}
+
+// classify sends a request and returns where the apiserver served it.
+func classify(ctx context.Context, hc *http.Client, method, url, body string) (classification, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
-		return "", 0, err
+		return classification{}, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", 0, err
+		return classification{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID), resp.StatusCode, nil
+	return classification{
+		schemaUID: resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID),
+		levelUID:  resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID),
+		status:    resp.StatusCode,
+	}, nil
 }
 
 // tokenClient returns an HTTP client of the apiserver of env that presents
