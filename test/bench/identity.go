@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 
@@ -15,10 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // fairness is who the bench's clients are to the apiserver's API priority
@@ -92,7 +90,7 @@ func renderInstaller(ctx context.Context, kustomize, dir string, f fairness) ([]
 	if err != nil {
 		return nil, fmt.Errorf("%s build %s (run `make kustomize`): %w: %s", kustomize, dir, err, stderr.String())
 	}
-	objs, err := decodeObjects(out)
+	objs, err := harness.DecodeObjects(out)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s build %s: %w", kustomize, dir, err)
 	}
@@ -113,28 +111,6 @@ func rankNamespaceFirst(o *unstructured.Unstructured) int {
 		return 0
 	}
 	return 1
-}
-
-// decodeObjects splits a multi-document YAML stream into objects.
-func decodeObjects(stream []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			return nil, err
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 }
 
 // prepareIdentities gives the contender's and the fleet's identities under

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/serving"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // helm is the binary `make helm` builds.
@@ -579,7 +580,7 @@ func renderChartErr(t *testing.T, namespace string, values ...string) ([]*unstru
 	if err != nil {
 		return nil, err
 	}
-	objs, err := decode(out)
+	objs, err := harness.DecodeObjects(out)
 	if err != nil {
 		t.Fatalf("Decode helm %s: %v", strings.Join(args, " "), err)
 	}

@@ -1,12 +1,9 @@
 package deploy
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	goflag "flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -376,7 +372,7 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
 	}
-	objs, err := decode(out)
+	objs, err := harness.DecodeObjects(out)
 	if err != nil {
 		t.Fatalf("Decode kustomize build %s: %v", dir, err)
 	}
@@ -384,33 +380,6 @@ func render(t *testing.T, dir string) []*unstructured.Unstructured {
 		t.Fatalf("kustomize build %s rendered nothing", dir)
 	}
 	return objs
-}
-
-// decode splits a multi-document YAML stream into objects.
-func decode(stream []byte) ([]*unstructured.Unstructured, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	var objs []*unstructured.Unstructured
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read document %d: %w", len(objs)+1, err)
-		}
-		j, err := utilyaml.ToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", len(objs)+1, err)
-		}
-		if s := string(bytes.TrimSpace(j)); s == "null" || s == "{}" {
-			continue
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("document %d: %w", len(objs)+1, err)
-		}
-		objs = append(objs, obj)
-	}
 }
 
 // startAPIServer starts kube-apiserver and etcd from KUBEBUILDER_ASSETS until

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 // The control-plane install, relative to the module root: a static pod for
@@ -584,7 +585,7 @@ func readFile(t *testing.T, file string) []byte {
 // readObjects returns the objects of file, relative to the module root.
 func readObjects(t *testing.T, file string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := decode(readFile(t, file))
+	objs, err := harness.DecodeObjects(readFile(t, file))
 	if err != nil {
 		t.Fatalf("Decode %s: %v", file, err)
 	}
