@@ -223,9 +223,7 @@ func unthrottledClient(newClient client.NewClientFunc) client.NewClientFunc {
 		newClient = client.New
 	}
 	return func(cfg *rest.Config, o client.Options) (client.Client, error) {
-		cfg = rest.CopyConfig(cfg)
-		cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-		return newClient(cfg, o)
+		return newClient(internal.Unlimited(cfg), o)
 	}
 }
 
