@@ -31,7 +31,8 @@ const (
 	// InvPartition: a partition is frozen: once enough of the nodes have
 	// gone silent within one window, destructive work stops.
 	InvPartition = "freeze a partition"
-	// InvFailover: a new leader keeps the freeze the old one held.
+	// InvFailover: a new leader keeps the freeze the old one held and wrote
+	// down.
 	InvFailover = "4 a failover keeps the freeze"
 	// InvPodsOnce: pods are marked NotReady only when the controller finds
 	// their node silent, once per silence (and per leader).
@@ -277,7 +278,8 @@ func (o *observer) maintenanceHeld() map[string]bool {
 }
 
 // failover checks that a new leader keeps the freeze the old one held when
-// it died: while the old one, carrying on as if it had not died, would still
+// it died, and had written down (a freeze it could not write is judged
+// afresh by the new leader, as partition checks): while the old one, carrying on as if it had not died, would still
 // hold it, the new one holds it too, from at most bound after it started,
 // and ends it no earlier than cooldownBound before the old one would, or
 // the length of an outage the old one lived through before the failover.

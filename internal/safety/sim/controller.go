@@ -59,7 +59,7 @@ type controllers struct {
 	old        *controller
 	failedOver time.Time
 	// oldFrozen is true while the old leader holds the freeze it held when
-	// it died.
+	// it died, and had written down.
 	oldFrozen bool
 	obs       *observer
 }
@@ -118,7 +118,12 @@ func (cs *controllers) outageEnded(from, to time.Time) {
 func (cs *controllers) failover() {
 	cs.leader.phantom = true
 	cs.old = cs.leader
-	cs.oldFrozen = cs.old.model.Guard.Frozen()
+	// The freeze a new leader must keep is the one the cluster kept: one
+	// the old leader held but could not write down (its writes refused)
+	// is known to no one else. The new leader judges the partition afresh
+	// from the cluster, and the ground truth's check (freeze a partition)
+	// holds it to that.
+	cs.oldFrozen = cs.old.model.Guard.Frozen() && cs.w.freeze != nil
 	cs.leader = newController(cs.w, cs.obs)
 	cs.failedOver = cs.w.now
 	cs.obs.failoverTimes = append(cs.obs.failoverTimes, cs.w.now)

@@ -420,3 +420,39 @@ func TestFoundAnOldWaveIsJudgedByTheCountOfItsTime(t *testing.T) {
 		{At: s(150), Kind: Failover},
 	})
 }
+
+// Found by the random sequences: a leader that took over just after a
+// partition dated the nodes it saw fade from its start, and so counted with
+// them two nodes marked 43 seconds before the partition began; it froze as
+// writes were refused, and died before it could write the freeze down. The
+// leader after it could not know that freeze: it froze for the partition as
+// it found it, and, when one node came back and left three of six silent,
+// ended its freeze after the cooldown, as a leader that had seen it all
+// would have. The new leader keeps the freeze the cluster kept; one never
+// written down, it judges afresh, and the partition's own check holds it to
+// the ground truth.
+func TestFoundAFreezeNeverWrittenDownIsJudgedAfresh(t *testing.T) {
+	partition := Sequence{
+		{At: s(61), Kind: Kill, Node: 0},
+		{At: s(61), Kind: Kill, Node: 5},
+		{At: s(104), Kind: Partition, Nodes: []int{4, 0, 1, 5, 3, 2}},
+		{At: s(109), Kind: Failover},
+	}
+	t.Run("the freeze could not be written", func(t *testing.T) {
+		expectHolds(t, ConfigFor(1), append(slices.Clone(partition),
+			Event{At: s(119), Kind: RefuseWrites, For: s(9)},
+			Event{At: s(124), Kind: Failover},
+			Event{At: s(187), Kind: Revive, Node: 2}))
+	})
+	t.Run("the freeze was written and is kept", func(t *testing.T) {
+		expectHolds(t, ConfigFor(1), append(slices.Clone(partition),
+			Event{At: s(124), Kind: Failover},
+			Event{At: s(187), Kind: Revive, Node: 2}))
+	})
+	t.Run("a freeze written before the writes were refused is kept", func(t *testing.T) {
+		expectHolds(t, ConfigFor(1), append(slices.Clone(partition),
+			Event{At: s(121), Kind: RefuseWrites, For: s(9)},
+			Event{At: s(124), Kind: Failover},
+			Event{At: s(187), Kind: Revive, Node: 2}))
+	})
+}
