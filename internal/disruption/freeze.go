@@ -135,13 +135,14 @@ func (f *Freeze) Counted(silentSince map[string]time.Time, fading map[string]str
 }
 
 // windowStart returns the start of the window that ends at now, stretched
-// back, while the seed lies within it, to two windows before the seed. The
-// window is one of time not excused: an outage just after a seed keeps the
+// back, while the seed lies within it, to two windows before the seed. Both
+// are windows of time not excused: an outage just after a seed keeps the
 // nodes the new process could not see fade, and those it found marked, in
-// one window.
+// one window; and so does one just before it, which the process knows of
+// from the cluster (Excused), during which no node could be marked.
 func (f *Freeze) windowStart(now time.Time) time.Time {
 	from := f.unexcused(now, f.Window)
-	if seeded := f.started.Add(-2 * f.Window); seeded.Before(from) && !from.After(f.started) {
+	if seeded := f.unexcused(f.started, 2*f.Window); seeded.Before(from) && !from.After(f.started) {
 		from = seeded
 	}
 	return from
@@ -171,14 +172,61 @@ func (f *Freeze) unexcused(now time.Time, d time.Duration) time.Time {
 // span is a stretch of time.
 type span struct{ from, to time.Time }
 
+// Span is a stretch of time during which the controller could not reach
+// the apiserver, as the cluster keeps it for a new leader (Excused).
+type Span struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
 // Excuse records a span during which the controller could not reach the
-// apiserver. Spans older than two windows are forgotten.
+// apiserver. Spans that ended more than two windows ago are forgotten; a
+// span that overlaps the latest one known, or comes before it, is taken in
+// order, as the cluster's record and the process's own may both hold it.
 func (f *Freeze) Excuse(from, to, now time.Time) {
+	if !from.Before(to) {
+		return
+	}
 	f.excused = append(f.excused, span{from, to})
+	slices.SortFunc(f.excused, func(a, b span) int { return a.from.Compare(b.from) })
+	merged := f.excused[:0]
+	for _, e := range f.excused {
+		if n := len(merged); n > 0 && !e.from.After(merged[n-1].to) {
+			merged[n-1].to = laterOf(merged[n-1].to, e.to)
+			continue
+		}
+		merged = append(merged, e)
+	}
+	f.excused = merged
 	keep := now.Add(-2 * f.Window)
 	for len(f.excused) > 0 && f.excused[0].to.Before(keep) {
 		f.excused = f.excused[1:]
 	}
+}
+
+// Excused returns the excused spans that still count in a window, as the
+// cluster keeps them (AnnotationOutages in package safety): a new leader
+// reads them before it seeds, so that the window it stretches back over
+// the nodes it finds marked reaches over an outage its predecessor lived
+// through, and it did not. Without them, a partition whose first nodes
+// were marked just before an outage, and whose others could not be marked
+// during it, falls into two windows for a leader that takes over after it.
+func (f *Freeze) Excused(now time.Time) []Span {
+	keep := now.Add(-2 * f.Window)
+	var out []Span
+	for _, e := range f.excused {
+		if !e.to.Before(keep) {
+			out = append(out, Span{From: e.from, To: e.to})
+		}
+	}
+	return out
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Rebuild decides the freeze from the silences alone, as a controller that

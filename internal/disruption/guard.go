@@ -171,6 +171,15 @@ func (g *Guard) SetBlind(blind bool, now time.Time) Change {
 	return c
 }
 
+// Excused returns the spans the apiserver was out of the controller's
+// reach that still count in the partition freeze's window, for the cluster
+// to keep.
+func (g *Guard) Excused(now time.Time) []Span {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cluster.freeze.Excused(now)
+}
+
 // Seeded reports whether Seed has run.
 func (g *Guard) Seeded() bool {
 	g.mu.Lock()

@@ -212,3 +212,44 @@ func TestGuardSeededJudgesAnOldWaveByTheCountOfItsTime(t *testing.T) {
 		t.Fatal("did not freeze on three of the five nodes judged when they died")
 	}
 }
+
+// TestFreezeSeededAfterAnOutageReachesOverIt: a new leader finds three
+// nodes marked just before an outage it did not live through, and sees
+// three more fade once it starts: they could not be marked during the
+// outage, and may have gone silent with the first three. Told of the
+// outage (as the cluster keeps it), its window reaches back over it;
+// without, the marks fall outside.
+func TestFreezeSeededAfterAnOutageReachesOverIt(t *testing.T) {
+	marked := map[string]time.Time{"m0": t0, "m1": t0, "m2": t0}
+	from, to := t0.Add(time.Second), t0.Add(41*time.Second)
+	seed := t0.Add(47 * time.Second)
+	for _, told := range []bool{false, true} {
+		f := Freeze{Threshold: 0.6, Window: 20 * time.Second, Cooldown: 20 * time.Second}
+		if told {
+			f.Excuse(from, to, seed)
+		}
+		f.started = seed
+		froze := f.Update(10, marked, nodeSet("f", 3), true, seed.Add(10*time.Second))
+		if froze != told {
+			t.Errorf("told of the outage: %v; froze: %v", told, froze)
+		}
+	}
+}
+
+// TestExcusedSpansMergeAndAge: spans learnt from the cluster and seen by
+// the process itself may overlap and come in any order; they are kept in
+// order, merged, and dropped two windows after they end.
+func TestExcusedSpansMergeAndAge(t *testing.T) {
+	f := Freeze{Threshold: 0.6, Window: 10 * time.Second}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	f.Excuse(at(30), at(40), at(40))
+	f.Excuse(at(10), at(20), at(40))
+	f.Excuse(at(15), at(32), at(40))
+	f.Excuse(at(50), at(50), at(50)) // empty: ignored
+	if got := f.Excused(at(45)); len(got) != 1 || !got[0].From.Equal(at(10)) || !got[0].To.Equal(at(40)) {
+		t.Fatalf("Excused = %v, want one span from 10s to 40s", got)
+	}
+	if got := f.Excused(at(61)); len(got) != 0 {
+		t.Fatalf("Excused two windows after the span's end = %v", got)
+	}
+}

@@ -29,3 +29,31 @@ func DecodeFreeze(v string) (disruption.Record, error) {
 	}
 	return r, nil
 }
+
+// AnnotationOutages records on the kube-node-lease Namespace, beside the
+// freeze, the recent spans during which the leader could not reach the
+// apiserver (disruption.Span, on the apiserver's clock): written once the
+// apiserver answers again, and read by a new leader before it judges
+// anything. No node could be marked in such a span, so a partition's
+// nodes marked before it and those found unmarked after it may have gone
+// silent together; a new leader that did not live through it learns of it
+// here.
+const AnnotationOutages = "health.nodelifecycle.io/apiserver-outages"
+
+// EncodeOutages returns the annotation's value for a list of spans.
+func EncodeOutages(spans []disruption.Span) string { return encode(spans) }
+
+// DecodeOutages reads the spans from the annotation's value. A value that
+// does not parse, or a span that ends before it begins, is an error.
+func DecodeOutages(v string) ([]disruption.Span, error) {
+	var spans []disruption.Span
+	if err := json.Unmarshal([]byte(v), &spans); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", AnnotationOutages, err)
+	}
+	for _, s := range spans {
+		if s.From.IsZero() || !s.From.Before(s.To) {
+			return nil, fmt.Errorf("parse %s: a span must begin before it ends", AnnotationOutages)
+		}
+	}
+	return spans, nil
+}

@@ -137,15 +137,20 @@ type Decision struct {
 // the local clock runs ahead of the apiserver's (now minus apiNow), once for
 // the process's life.
 //
-// kept is the partition freeze the cluster kept (AnnotationFreeze), on the
-// apiserver's clock, or nil: a new leader carries on with the freeze the old
-// one held, its window and its cooldown.
-func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept *disruption.Record, now, apiNow time.Time) disruption.Change {
+// kept is what the cluster kept of the disruption state, on the apiserver's
+// clock: a new leader carries on with the freeze the old one held, its
+// window and its cooldown, and knows of the outages the old one lived
+// through.
+func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept Kept, now, apiNow time.Time) disruption.Change {
 	m.mu.Lock()
 	m.skew = now.Sub(apiNow)
 	m.mu.Unlock()
-	if kept != nil {
-		kept = ptr.To(m.shiftRecord(*kept, m.skewNow()))
+	freeze := kept.Freeze
+	if freeze != nil {
+		freeze = ptr.To(m.shiftRecord(*freeze, m.skewNow()))
+	}
+	for _, o := range kept.Outages {
+		m.Guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
 	for _, node := range nodes {
@@ -155,7 +160,28 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 		// since its mark, unless its maintenance holds it.
 		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, w, held, now)
 	}
-	return m.Guard.Seed(statuses, kept, now)
+	return m.Guard.Seed(statuses, freeze, now)
+}
+
+// Kept is what the cluster keeps of the disruption state for a new leader,
+// on the apiserver's clock.
+type Kept struct {
+	// Freeze is the partition freeze (AnnotationFreeze), nil for none.
+	Freeze *disruption.Record
+	// Outages are the recent spans during which the leader could not reach
+	// the apiserver (AnnotationOutages).
+	Outages []disruption.Span
+}
+
+// Outages returns the recent spans during which the apiserver was out of
+// reach, as the cluster should keep them, on the apiserver's clock.
+func (m *Model) Outages(now time.Time) []disruption.Span {
+	spans := m.Guard.Excused(now)
+	d := m.skewNow()
+	for i := range spans {
+		spans[i].From, spans[i].To = spans[i].From.Add(-d), spans[i].To.Add(-d)
+	}
+	return spans
 }
 
 // FreezeRecord returns the partition freeze as the cluster should keep it,

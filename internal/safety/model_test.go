@@ -75,7 +75,7 @@ func beat(m *Model, at time.Time, nodes ...*corev1.Node) {
 // hear each at alive, which ends its wait after start.
 func seed(t *testing.T, m *Model, nodes ...*corev1.Node) {
 	t.Helper()
-	m.Seed(nodes, func(*corev1.Node) policy.Settings { return settings }, nil, t0, t0)
+	m.Seed(nodes, func(*corev1.Node) policy.Settings { return settings }, Kept{}, t0, t0)
 	for _, n := range nodes {
 		early := n.DeepCopy()
 		health.ReadyCondition(early).LastHeartbeatTime = metav1.NewTime(t0)
@@ -188,5 +188,38 @@ func TestStray(t *testing.T) {
 	}
 	if !m.Stray(maintained, settings, later.Add(2*time.Hour)) {
 		t.Error("a node whose maintenance grace ran out since its last look is not stray")
+	}
+}
+
+// TestOutagesKeptOnTheAPIServersClock: the outages a leader lived through
+// are kept on the apiserver's clock, and a new leader whose clock runs
+// differently takes them up on its own; a record that does not parse is an
+// error.
+func TestOutagesKeptOnTheAPIServersClock(t *testing.T) {
+	old := newModel()
+	skew := 3 * time.Second // the old leader's clock runs ahead
+	old.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{}, t0.Add(skew), t0)
+	old.Excuse(alive.Add(skew), alive.Add(skew+30*time.Second), alive.Add(skew+30*time.Second))
+	v := EncodeOutages(old.Outages(alive.Add(skew + 31*time.Second)))
+	spans, err := DecodeOutages(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 1 || !spans[0].From.Equal(alive) || !spans[0].To.Equal(alive.Add(30*time.Second)) {
+		t.Fatalf("kept %v, want the outage on the apiserver's clock", spans)
+	}
+
+	behind := 2 * time.Second // the new leader's clock runs behind
+	m := newModel()
+	now := alive.Add(40 * time.Second)
+	m.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{Outages: spans}, now.Add(-behind), now)
+	if got := m.Guard.Excused(now.Add(-behind)); len(got) != 1 || !got[0].From.Equal(alive.Add(-behind)) {
+		t.Fatalf("the new leader excuses %v, want the outage on its own clock", got)
+	}
+
+	for _, bad := range []string{`{`, `[{"from":"2026-11-26T00:01:00Z","to":"2026-11-26T00:00:00Z"}]`, `[{}]`} {
+		if _, err := DecodeOutages(bad); err == nil {
+			t.Errorf("DecodeOutages(%s) accepted", bad)
+		}
 	}
 }

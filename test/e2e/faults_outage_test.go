@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
@@ -68,6 +70,13 @@ var _ = Describe("Apiserver outage", Label("faults"), func() {
 			By("the apiserver " + o.what + ", out of reach for " + outage.String())
 			back := o.holdFor(outage)
 
+			By("the outage kept in the cluster, for a leader that did not see it")
+			// Written as soon as the controller reaches the apiserver again,
+			// and dropped two grace periods after the outage's end.
+			Eventually(outagesKept).Should(ContainElement(Satisfy(func(s disruption.Span) bool {
+				return s.To.Sub(s.From) >= outage/2
+			})))
+
 			By("no live node marked, tainted or losing its pod for two grace periods after")
 			Consistently(func(g Gomega) {
 				nodesReadyAndUntainted(live...)(g)
@@ -112,6 +121,20 @@ func (o apiServerOutage) holdFor(d time.Duration) (back time.Time) {
 	o.end()
 	ended = true
 	return time.Now()
+}
+
+// outagesKept returns the apiserver outages the kube-node-lease Namespace
+// carries (safety.AnnotationOutages).
+func outagesKept(g Gomega) []disruption.Span {
+	ns := &corev1.Namespace{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns)).To(Succeed())
+	v, kept := ns.Annotations[safety.AnnotationOutages]
+	if !kept {
+		return nil
+	}
+	spans, err := safety.DecodeOutages(v)
+	g.Expect(err).NotTo(HaveOccurred())
+	return spans
 }
 
 // apiServerAnswers asks the apiserver for its version, giving up after a

@@ -100,9 +100,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 })
 
-// Each spec starts from a cluster that keeps no partition freeze: a freeze
-// a controller of an earlier spec kept on the kube-node-lease Namespace when
-// it stopped would be carried on by the next, as a new leader carries it on.
+// Each spec starts from a cluster that keeps no partition freeze and no
+// apiserver outage: what a controller of an earlier spec kept on the
+// kube-node-lease Namespace when it stopped would be carried on by the next,
+// as a new leader carries it on.
 var _ = BeforeEach(func() {
 	ns := &corev1.Namespace{}
 	err := k8s.Get(context.Background(), client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns)
@@ -110,10 +111,12 @@ var _ = BeforeEach(func() {
 		return
 	}
 	Expect(err).NotTo(HaveOccurred())
-	if _, kept := ns.Annotations[safety.AnnotationFreeze]; !kept {
+	_, freeze := ns.Annotations[safety.AnnotationFreeze]
+	_, outages := ns.Annotations[safety.AnnotationOutages]
+	if !freeze && !outages {
 		return
 	}
-	forget := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, safety.AnnotationFreeze)
+	forget := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null,%q:null}}}`, safety.AnnotationFreeze, safety.AnnotationOutages)
 	Expect(k8s.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, forget))).To(Succeed())
 })
 

@@ -286,6 +286,10 @@ func (r *Reconciler) blind() bool {
 // node's deadline moves on by as much of the span as it had been silent.
 func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
 	r.model().Excuse(o.From, o.To, r.Clock.Now())
+	// Kept in the cluster for a new leader, which did not see it: written
+	// by the resync, which runs on the leader alone (this runs on every
+	// replica).
+	r.freeze.stale()
 	outagesExcused.Observe(o.Duration().Seconds())
 	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
 		"unreachableSince", o.From, "for", o.Duration())
@@ -313,7 +317,7 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	// the process's life: a mark then converts to the same local moment at
 	// every look, as the freeze's count of silences needs, however the
 	// apiserver's clock is later narrowed down.
-	kept, err := r.keptFreeze(ctx)
+	kept, err := r.kept(ctx)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package nodehealth
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
@@ -19,39 +20,74 @@ import (
 // Namespace, and no other Namespace.
 // +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-node-lease,verbs=patch
 
-// freezeKeeper keeps the model's partition freeze in the cluster, on the
-// kube-node-lease Namespace (safety.AnnotationFreeze), so that a new leader
-// carries on with it. A write that fails is tried again at the next change
+// freezeKeeper keeps the model's partition freeze and its recent apiserver
+// outages in the cluster, on the kube-node-lease Namespace
+// (safety.AnnotationFreeze, safety.AnnotationOutages), so that a new leader
+// carries on with them. A write that fails is tried again at the next change
 // and at every resync until one lands.
 type freezeKeeper struct {
 	mu    sync.Mutex
 	dirty bool
+	// kick asks the resync, which runs on the leader alone, to write the
+	// records at once.
+	kick chan struct{}
 }
 
-// keptFreeze reads the partition freeze the cluster keeps, or nil for none.
-// A read that fails stops the seed, to be tried again: a new leader that
-// went on without it could lose a freeze its predecessor held. A record
-// that does not parse is no record, and said so.
-func (r *Reconciler) keptFreeze(ctx context.Context) (*disruption.Record, error) {
+// stale has the next keepFreeze write the records, whatever changed, and
+// asks the resync to write them now.
+func (k *freezeKeeper) stale() {
+	k.mu.Lock()
+	k.dirty = true
+	k.mu.Unlock()
+	select {
+	case k.kicked() <- struct{}{}:
+	default:
+	}
+}
+
+// kicked returns the channel stale signals on.
+func (k *freezeKeeper) kicked() chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.kick == nil {
+		k.kick = make(chan struct{}, 1)
+	}
+	return k.kick
+}
+
+// kept reads the partition freeze and the recent apiserver outages the
+// cluster keeps. A read that fails stops the seed, to be tried again: a new
+// leader that went on without them could lose a freeze its predecessor
+// held. A record that does not parse is no record, and said so.
+func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
+	var kept safety.Kept
 	ns := &corev1.Namespace{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: LeaseNamespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return kept, nil
 		}
-		return nil, fmt.Errorf("read the partition freeze kept on namespace %s: %w", LeaseNamespace, err)
+		return kept, fmt.Errorf("read the partition freeze kept on namespace %s: %w", LeaseNamespace, err)
 	}
-	v, ok := ns.Annotations[safety.AnnotationFreeze]
-	if !ok {
-		return nil, nil
+	log := ctrl.LoggerFrom(ctx)
+	if v, ok := ns.Annotations[safety.AnnotationFreeze]; ok {
+		rec, err := safety.DecodeFreeze(v)
+		if err != nil {
+			log.Error(err, "Ignoring the partition freeze kept on the namespace", "Namespace", LeaseNamespace)
+		} else {
+			log.Info("Carrying on with the partition freeze kept in the cluster",
+				"since", rec.Since, "from", rec.From, "cooldownSince", rec.ClearSince)
+			kept.Freeze = &rec
+		}
 	}
-	rec, err := safety.DecodeFreeze(v)
-	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Ignoring the partition freeze kept on the namespace", "Namespace", LeaseNamespace)
-		return nil, nil
+	if v, ok := ns.Annotations[safety.AnnotationOutages]; ok {
+		spans, err := safety.DecodeOutages(v)
+		if err != nil {
+			log.Error(err, "Ignoring the apiserver outages kept on the namespace", "Namespace", LeaseNamespace)
+		} else {
+			kept.Outages = spans
+		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Carrying on with the partition freeze kept in the cluster",
-		"since", rec.Since, "from", rec.From, "cooldownSince", rec.ClearSince)
-	return &rec, nil
+	return kept, nil
 }
 
 // keepFreeze writes the model's partition freeze to the cluster if it
@@ -67,8 +103,8 @@ func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 	}
 	ns := &corev1.Namespace{}
 	ns.Name = LeaseNamespace
-	// A merge patch of the one annotation, which null removes.
-	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, freezePatch(r.model()))); err != nil {
+	// A merge patch of the two annotations, which null removes.
+	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, freezePatch(r.model(), r.Clock.Now()))); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Could not keep the partition freeze in the cluster; trying again at the next resync",
 			"Namespace", LeaseNamespace)
 		return
@@ -77,11 +113,16 @@ func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 }
 
 // freezePatch returns the merge patch that sets the freeze annotation to the
-// model's freeze, or removes it.
-func freezePatch(m *safety.Model) []byte {
-	rec, ok := m.FreezeRecord()
-	if !ok {
-		return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, safety.AnnotationFreeze)
+// model's freeze and the outages annotation to its recent outages, or
+// removes each that has none.
+func freezePatch(m *safety.Model, now time.Time) []byte {
+	freeze, outages := "null", "null"
+	if rec, ok := m.FreezeRecord(); ok {
+		freeze = strconv.Quote(safety.EncodeFreeze(rec))
 	}
-	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, safety.AnnotationFreeze, safety.EncodeFreeze(rec))
+	if spans := m.Outages(now); len(spans) > 0 {
+		outages = strconv.Quote(safety.EncodeOutages(spans))
+	}
+	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s,%q:%s}}}`, safety.AnnotationFreeze, freeze,
+		safety.AnnotationOutages, outages)
 }

@@ -151,10 +151,15 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 	resetStateGauge()
 	t := ticker.NewTicker(period)
 	defer t.Stop()
+	kick := r.freeze.kicked()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-kick:
+			// An outage excused: kept in the cluster at once, for a new
+			// leader that did not see it.
+			r.keepFreeze(ctx, false)
 		case <-t.C():
 			now := ticker.Now()
 			r.tick(ctx, now)

@@ -79,7 +79,7 @@ func newController(w *world, obs *observer) *controller {
 	for _, k := range w.kubelets {
 		nodes = append(nodes, c.nodes[k.name])
 	}
-	c.apply(c.model.Seed(nodes, w.settings, w.freeze, w.now, w.now))
+	c.apply(c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Outages: w.outages}, w.now, w.now))
 	for _, k := range w.kubelets {
 		c.wakes[k.name] = w.now
 	}
@@ -111,6 +111,9 @@ func (cs *controllers) outageEnded(from, to time.Time) {
 			c.model.Excuse(from, to, c.w.now)
 		}
 	}
+	// The leader keeps it in the cluster at once.
+	cs.leader.freezeDirty = true
+	cs.leader.keepFreeze()
 }
 
 // failover kills the leader: it becomes the phantom, and a new process
@@ -256,8 +259,8 @@ func (c *controller) apply(ch disruption.Change) {
 	}
 }
 
-// keepFreeze writes the model's freeze record to the cluster when it is
-// behind, as the reconciler does.
+// keepFreeze writes the model's freeze record and its recent outages to the
+// cluster when they are behind, as the reconciler does.
 func (c *controller) keepFreeze() {
 	if !c.freezeDirty || !c.canWrite() {
 		return
@@ -267,6 +270,7 @@ func (c *controller) keepFreeze() {
 	} else {
 		c.w.freeze = nil
 	}
+	c.w.outages = c.model.Outages(c.w.now)
 	c.freezeDirty = false
 }
 

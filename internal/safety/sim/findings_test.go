@@ -456,3 +456,30 @@ func TestFoundAFreezeNeverWrittenDownIsJudgedAfresh(t *testing.T) {
 			Event{At: s(187), Kind: Revive, Node: 2}))
 	})
 }
+
+// Found by the random sequences: a zone of five nodes was marked just
+// before a 40-second outage, a partition of twelve more having begun a
+// second before it; no node could be marked during the outage, and the
+// leader died 6 seconds after it. The new leader dated the partition's
+// nodes from its own start, its window reached back two grace periods
+// from there, and the zone's marks, 47 seconds before, fell outside it: it
+// froze for the partition alone and ended the freeze once two of its nodes
+// came back, though twelve nodes that went silent within one grace period
+// stayed so. The leader now keeps the outages it lives through in the
+// cluster as soon as the apiserver answers, and a new leader's window
+// reaches back over them as it reaches over its own.
+func TestFoundAnOutageBeforeAFailoverIsKeptForTheNewLeader(t *testing.T) {
+	for _, failover := range []int{212, 213, 215, 217, 230} {
+		t.Run(fmt.Sprintf("failover %ds after the outage", failover-211), func(t *testing.T) {
+			expectHolds(t, ConfigFor(2), Sequence{
+				{At: s(62), Kind: Outage, For: s(39)},
+				{At: s(148), Kind: ZoneLoss, Zone: 0},
+				{At: s(169), Kind: Partition, Nodes: []int{8, 2, 14, 10, 18, 12, 4, 1, 3, 11, 13, 6, 19, 16, 0, 9, 17}},
+				{At: s(171), Kind: Outage, For: s(40)},
+				{At: s(failover), Kind: Failover},
+				{At: s(259), Kind: Flap, Node: 13, For: s(13)},
+				{At: s(275), Kind: Revive, Node: 1},
+			})
+		})
+	}
+}
