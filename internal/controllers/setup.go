@@ -36,6 +36,12 @@ import (
 type Sight struct {
 	Outages *sight.Monitor
 	Clock   *apiclock.Clock
+	// Unled, when set, tells the span from the last renewal of the leader
+	// before this process to when this process took the leader election
+	// Lease, if it took it from one (leadergate.Gate.Unled): time no
+	// leader watched, which a new leader's freeze window reaches over as
+	// over an outage.
+	Unled func() (from, to time.Time, ok bool)
 }
 
 // NewSight returns a Sight whose outages are timed on clk. The apiserver's
@@ -141,6 +147,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 			Guard: guard, Clock: clk, OnGuardChange: r.ApplyGuardChange}
 		r.Policies = source
 	}
+	r.Unled = s.Unled
 	if s.Outages != nil {
 		r.Sight = s.Outages
 		log := mgr.GetLogger().WithName(nodehealth.ControllerName)

@@ -32,7 +32,7 @@ type Freeze struct {
 	excused []span
 	// started is when a new process seeded the freeze. For one window
 	// (of time not excused) after it, silences are counted from two
-	// windows before it: the nodes
+	// windows (of time not excused) before it: the nodes
 	// it sees fade are dated from its start, not from when they fell
 	// silent, which may have been up to a grace before it (a node silent
 	// for longer was marked); the marks it finds within one window before
@@ -205,7 +205,7 @@ func (f *Freeze) Excuse(from, to, now time.Time) {
 }
 
 // Excused returns the excused spans that still count in a window, as the
-// cluster keeps them (AnnotationOutages in package safety): a new leader
+// cluster keeps them (AnnotationUnwatched in package safety): a new leader
 // reads them before it seeds, so that the window it stretches back over
 // the nodes it finds marked reaches over an outage its predecessor lived
 // through, and it did not. Without them, a partition whose first nodes

@@ -46,6 +46,14 @@ type Gate struct {
 	// record is the last record this process wrote to the Lease, as the
 	// other replicas compare records: JSON, with times to the second.
 	record []byte
+	// othersRenewal is the renew time of the last record read that named
+	// another holder, or none: when the leader before this process last
+	// renewed, or gave the Lease up.
+	othersRenewal time.Time
+	// unled is the span from othersRenewal to when this process took the
+	// Lease: the time no leader watched the cluster, as far as the Lease
+	// shows.
+	unled struct{ from, to time.Time }
 }
 
 // New returns a Gate that holds the Lease valid for validFor after each
@@ -103,6 +111,46 @@ func (g *Gate) renewed(sent time.Time, rec resourcelock.LeaderElectionRecord) {
 	g.until, g.ended = sent.Add(g.validFor), time.Time{}
 }
 
+// Unled returns the span from the last renewal (or release) of the leader
+// before this process to when this process took the Lease, and whether it
+// took the Lease from another. No leader watched the cluster in that span:
+// a leader lost to an apiserver outage stops renewing as the outage
+// begins, and its successor takes over once the apiserver answers, without
+// having seen the outage itself. The span's start is on the old leader's
+// clock, its end on this process's.
+func (g *Gate) Unled() (from, to time.Time, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.unled.from, g.unled.to, !g.unled.from.IsZero()
+}
+
+// neverHeld reports whether this process has not held the Lease yet.
+func (g *Gate) neverHeld() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.record == nil
+}
+
+// saw records a record read from the Lease.
+func (g *Gate) saw(rec *resourcelock.LeaderElectionRecord, self string) {
+	if rec.HolderIdentity == self {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.othersRenewal = rec.RenewTime.Time
+}
+
+// took records that this process took the Lease at sent, from the leader
+// it last saw hold it, if any.
+func (g *Gate) took(sent time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.othersRenewal.IsZero() && g.othersRenewal.Before(sent) {
+		g.unled.from, g.unled.to = g.othersRenewal, sent
+	}
+}
+
 // close ends the Lease now, or when it ended if that was earlier.
 func (g *Gate) close() {
 	g.mu.Lock()
@@ -133,8 +181,11 @@ type lock struct {
 // process's clock says, the Lease is no longer its own.
 func (l *lock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
-	if err == nil && rec != nil && rec.HolderIdentity != l.Identity() {
-		l.gate.close()
+	if err == nil && rec != nil {
+		l.gate.saw(rec, l.Identity())
+		if rec.HolderIdentity != l.Identity() {
+			l.gate.close()
+		}
 	}
 	return rec, raw, err
 }
@@ -160,8 +211,12 @@ func (l *lock) write(ctx context.Context, rec resourcelock.LeaderElectionRecord,
 		return write(ctx, rec)
 	}
 	sent := l.gate.clock.Now()
+	taking := !l.gate.Valid(sent) && l.gate.neverHeld()
 	if err := write(ctx, rec); err != nil {
 		return err
+	}
+	if taking {
+		l.gate.took(sent)
 	}
 	l.gate.renewed(sent, rec)
 	return nil

@@ -29,11 +29,13 @@ type fakeLock struct {
 	took   time.Duration
 	fail   error
 	holder string
-	writes int
+	// renewed is the renew time the record read shows.
+	renewed time.Time
+	writes  int
 }
 
 func (f *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	return &resourcelock.LeaderElectionRecord{HolderIdentity: f.holder}, nil, nil
+	return &resourcelock.LeaderElectionRecord{HolderIdentity: f.holder, RenewTime: metav1.NewTime(f.renewed)}, nil, nil
 }
 
 func (f *fakeLock) Create(_ context.Context, rec resourcelock.LeaderElectionRecord) error {
@@ -317,4 +319,38 @@ type closeTracker struct {
 func (c *closeTracker) Close() error {
 	c.closed = true
 	return nil
+}
+
+// TestGateTellsTheSpanNoLeaderWatched: a process that takes the Lease from
+// another knows when that one last renewed it, and so how long no leader
+// watched the cluster; one that creates the Lease, or renews its own, took
+// it from no one.
+func TestGateTellsTheSpanNoLeaderWatched(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	f := &fakeLock{clock: clk, holder: "replica-b", renewed: t0}
+	g := New(clk, validFor)
+	l := g.Lock(f)
+	clk.Step(5 * time.Second)
+	get(t, l, f) // replica-b renewed at t0, and has not since
+	clk.Step(15 * time.Second)
+	get(t, l, f)
+	renew(t, l, f) // taken
+	from, to, ok := g.Unled()
+	if !ok || !from.Equal(t0) || !to.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("Unled = %v, %v, %v; want from replica-b's last renewal to the take", from, to, ok)
+	}
+	clk.Step(time.Second)
+	get(t, l, f)
+	renew(t, l, f)
+	if from2, to2, _ := g.Unled(); !from2.Equal(from) || !to2.Equal(to) {
+		t.Fatalf("a renewal moved the span to %v..%v", from2, to2)
+	}
+
+	fresh := New(clk, validFor)
+	l = fresh.Lock(&fakeLock{clock: clk})
+	get(t, l, &fakeLock{clock: clk})
+	create(t, l, &fakeLock{clock: clk})
+	if _, _, ok := fresh.Unled(); ok {
+		t.Fatal("a process that created the Lease took it from a leader")
+	}
 }

@@ -30,29 +30,30 @@ func DecodeFreeze(v string) (disruption.Record, error) {
 	return r, nil
 }
 
-// AnnotationOutages records on the kube-node-lease Namespace, beside the
-// freeze, the recent spans during which the leader could not reach the
-// apiserver (disruption.Span, on the apiserver's clock): written once the
-// apiserver answers again, and read by a new leader before it judges
-// anything. No node could be marked in such a span, so a partition's
-// nodes marked before it and those found unmarked after it may have gone
-// silent together; a new leader that did not live through it learns of it
-// here.
-const AnnotationOutages = "health.nodelifecycle.io/apiserver-outages"
+// AnnotationUnwatched records on the kube-node-lease Namespace, beside the
+// freeze, the recent spans in which no leader could mark a node
+// (disruption.Span, on the apiserver's clock): the apiserver outages the
+// leader lived through, written once the apiserver answers again, and the
+// time between the last renewal of the leader before it and its taking
+// over, written at its first look. A new leader reads them before it judges
+// anything: a partition's nodes marked before such a span and those found
+// unmarked after it may have gone silent together, and its window reaches
+// over them.
+const AnnotationUnwatched = "health.nodelifecycle.io/unwatched-spans"
 
-// EncodeOutages returns the annotation's value for a list of spans.
-func EncodeOutages(spans []disruption.Span) string { return encode(spans) }
+// EncodeUnwatched returns AnnotationUnwatched's value for a list of spans.
+func EncodeUnwatched(spans []disruption.Span) string { return encode(spans) }
 
-// DecodeOutages reads the spans from the annotation's value. A value that
+// DecodeUnwatched reads the spans from AnnotationUnwatched's value. A value that
 // does not parse, or a span that ends before it begins, is an error.
-func DecodeOutages(v string) ([]disruption.Span, error) {
+func DecodeUnwatched(v string) ([]disruption.Span, error) {
 	var spans []disruption.Span
 	if err := json.Unmarshal([]byte(v), &spans); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", AnnotationOutages, err)
+		return nil, fmt.Errorf("parse %s: %w", AnnotationUnwatched, err)
 	}
 	for _, s := range spans {
 		if s.From.IsZero() || !s.From.Before(s.To) {
-			return nil, fmt.Errorf("parse %s: a span must begin before it ends", AnnotationOutages)
+			return nil, fmt.Errorf("parse %s: a span must begin before it ends", AnnotationUnwatched)
 		}
 	}
 	return spans, nil

@@ -139,8 +139,8 @@ type Decision struct {
 //
 // kept is what the cluster kept of the disruption state, on the apiserver's
 // clock: a new leader carries on with the freeze the old one held, its
-// window and its cooldown, and knows of the outages the old one lived
-// through.
+// window and its cooldown, and knows of the spans no leader could mark a
+// node in (AnnotationUnwatched).
 func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept Kept, now, apiNow time.Time) disruption.Change {
 	m.mu.Lock()
 	m.skew = now.Sub(apiNow)
@@ -149,7 +149,7 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 	if freeze != nil {
 		freeze = ptr.To(m.shiftRecord(*freeze, m.skewNow()))
 	}
-	for _, o := range kept.Outages {
+	for _, o := range kept.Unwatched {
 		m.Guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
@@ -168,14 +168,15 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 type Kept struct {
 	// Freeze is the partition freeze (AnnotationFreeze), nil for none.
 	Freeze *disruption.Record
-	// Outages are the recent spans during which the leader could not reach
-	// the apiserver (AnnotationOutages).
-	Outages []disruption.Span
+	// Unwatched are the recent spans in which no leader could mark a node
+	// (AnnotationUnwatched).
+	Unwatched []disruption.Span
 }
 
-// Outages returns the recent spans during which the apiserver was out of
-// reach, as the cluster should keep them, on the apiserver's clock.
-func (m *Model) Outages(now time.Time) []disruption.Span {
+// UnwatchedSpans returns the recent spans in which no leader could mark a
+// node (the outages excused, the time before this process took over), as
+// the cluster should keep them, on the apiserver's clock.
+func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
 	spans := m.Guard.Excused(now)
 	d := m.skewNow()
 	for i := range spans {
@@ -434,6 +435,17 @@ func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
 // the span says nothing of the nodes.
 func (m *Model) Excuse(from, to, now time.Time) {
 	m.Tracker.Excuse(from, to)
+	m.Guard.Excuse(from, to, now)
+}
+
+// Unwatched takes a span no leader watched the cluster (this process took
+// the leader election Lease from one that last renewed it at from) out of
+// the partition freeze's window, as an outage: no node could be marked in
+// it, so the nodes marked before it and those seen going quiet after it may
+// have gone silent together. Unlike an outage, it says nothing of the
+// nodes' heartbeats, which the apiserver took all along: no node's silence
+// is excused.
+func (m *Model) Unwatched(from, to, now time.Time) {
 	m.Guard.Excuse(from, to, now)
 }
 

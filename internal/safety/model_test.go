@@ -200,8 +200,8 @@ func TestOutagesKeptOnTheAPIServersClock(t *testing.T) {
 	skew := 3 * time.Second // the old leader's clock runs ahead
 	old.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{}, t0.Add(skew), t0)
 	old.Excuse(alive.Add(skew), alive.Add(skew+30*time.Second), alive.Add(skew+30*time.Second))
-	v := EncodeOutages(old.Outages(alive.Add(skew + 31*time.Second)))
-	spans, err := DecodeOutages(v)
+	v := EncodeUnwatched(old.UnwatchedSpans(alive.Add(skew + 31*time.Second)))
+	spans, err := DecodeUnwatched(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +212,14 @@ func TestOutagesKeptOnTheAPIServersClock(t *testing.T) {
 	behind := 2 * time.Second // the new leader's clock runs behind
 	m := newModel()
 	now := alive.Add(40 * time.Second)
-	m.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{Outages: spans}, now.Add(-behind), now)
+	m.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{Unwatched: spans}, now.Add(-behind), now)
 	if got := m.Guard.Excused(now.Add(-behind)); len(got) != 1 || !got[0].From.Equal(alive.Add(-behind)) {
 		t.Fatalf("the new leader excuses %v, want the outage on its own clock", got)
 	}
 
 	for _, bad := range []string{`{`, `[{"from":"2026-11-26T00:01:00Z","to":"2026-11-26T00:00:00Z"}]`, `[{}]`} {
-		if _, err := DecodeOutages(bad); err == nil {
-			t.Errorf("DecodeOutages(%s) accepted", bad)
+		if _, err := DecodeUnwatched(bad); err == nil {
+			t.Errorf("DecodeUnwatched(%s) accepted", bad)
 		}
 	}
 }

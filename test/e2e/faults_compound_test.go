@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -139,6 +140,11 @@ var _ = Describe("A leader SIGKILLed between two halves of a partition", Label("
 			}
 		}).WithTimeout(leaseDuration + spec + 10*time.Second).Should(Succeed())
 		Eventually(freezeEventsSince(partitioned)).Should(ContainElement(nodehealth.ReasonPartitionFreeze))
+
+		By("the standby keeping, for the leader after it, the time no leader watched: from the old one's last renewal to its takeover")
+		Eventually(unwatchedKept).Should(ContainElement(Satisfy(func(s disruption.Span) bool {
+			return !s.From.After(killed) && s.To.After(killed)
+		})))
 
 		By("no pod deleted past the first half's eviction deadline")
 		Consistently(func(g Gomega) {

@@ -73,7 +73,7 @@ var _ = Describe("Apiserver outage", Label("faults"), func() {
 			By("the outage kept in the cluster, for a leader that did not see it")
 			// Written as soon as the controller reaches the apiserver again,
 			// and dropped two grace periods after the outage's end.
-			Eventually(outagesKept).Should(ContainElement(Satisfy(func(s disruption.Span) bool {
+			Eventually(unwatchedKept).Should(ContainElement(Satisfy(func(s disruption.Span) bool {
 				return s.To.Sub(s.From) >= outage/2
 			})))
 
@@ -123,16 +123,17 @@ func (o apiServerOutage) holdFor(d time.Duration) (back time.Time) {
 	return time.Now()
 }
 
-// outagesKept returns the apiserver outages the kube-node-lease Namespace
-// carries (safety.AnnotationOutages).
-func outagesKept(g Gomega) []disruption.Span {
+// unwatchedKept returns the spans no leader could mark a node in (apiserver
+// outages, the time before a takeover) that the kube-node-lease Namespace
+// carries (safety.AnnotationUnwatched).
+func unwatchedKept(g Gomega) []disruption.Span {
 	ns := &corev1.Namespace{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns)).To(Succeed())
-	v, kept := ns.Annotations[safety.AnnotationOutages]
+	v, kept := ns.Annotations[safety.AnnotationUnwatched]
 	if !kept {
 		return nil
 	}
-	spans, err := safety.DecodeOutages(v)
+	spans, err := safety.DecodeUnwatched(v)
 	g.Expect(err).NotTo(HaveOccurred())
 	return spans
 }

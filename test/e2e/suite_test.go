@@ -112,11 +112,11 @@ var _ = BeforeEach(func() {
 	}
 	Expect(err).NotTo(HaveOccurred())
 	_, freeze := ns.Annotations[safety.AnnotationFreeze]
-	_, outages := ns.Annotations[safety.AnnotationOutages]
+	_, outages := ns.Annotations[safety.AnnotationUnwatched]
 	if !freeze && !outages {
 		return
 	}
-	forget := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null,%q:null}}}`, safety.AnnotationFreeze, safety.AnnotationOutages)
+	forget := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null,%q:null}}}`, safety.AnnotationFreeze, safety.AnnotationUnwatched)
 	Expect(k8s.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, forget))).To(Succeed())
 })
 

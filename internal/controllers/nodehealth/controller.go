@@ -102,6 +102,11 @@ type Reconciler struct {
 	// Guard decides when NoExecute taints may be added and whether
 	// destructive work is allowed at all.
 	Guard *disruption.Guard
+	// Unled, when set, tells the span no leader watched before this
+	// process took the leader election Lease from another (Sight.Unled in
+	// package internal/controllers); it is excused, as an outage is, before
+	// the first look.
+	Unled func() (from, to time.Time, ok bool)
 	// Sight, when set, tells whether the apiserver is out of the
 	// controller's reach: no node is marked until it answers again, even
 	// from an answer to a request sent before it went away.
@@ -320,6 +325,18 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	kept, err := r.kept(ctx)
 	if err != nil {
 		return err
+	}
+	if r.Unled != nil {
+		if from, to, ok := r.Unled(); ok {
+			// No node could be marked while no leader watched: the nodes
+			// the old leader marked and those this one sees go quiet may
+			// have gone silent together. Kept in the cluster too, for the
+			// leader after this one.
+			r.model().Unwatched(from, to, now)
+			r.freeze.stale()
+			ctrl.LoggerFrom(ctx).Info("Took over from a leader that last renewed its Lease before; the time between counts in no freeze window",
+				"lastRenewed", from, "takenAt", to, "for", to.Sub(from).Round(time.Millisecond))
+		}
 	}
 	settings := func(node *corev1.Node) policy.Settings { return r.settings(ctx, node) }
 	r.applyChange(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)), now)

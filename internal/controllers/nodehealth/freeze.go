@@ -20,9 +20,9 @@ import (
 // Namespace, and no other Namespace.
 // +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-node-lease,verbs=patch
 
-// freezeKeeper keeps the model's partition freeze and its recent apiserver
-// outages in the cluster, on the kube-node-lease Namespace
-// (safety.AnnotationFreeze, safety.AnnotationOutages), so that a new leader
+// freezeKeeper keeps the model's partition freeze and its recent unwatched
+// spans in the cluster, on the kube-node-lease Namespace
+// (safety.AnnotationFreeze, safety.AnnotationUnwatched), so that a new leader
 // carries on with them. A write that fails is tried again at the next change
 // and at every resync until one lands.
 type freezeKeeper struct {
@@ -55,7 +55,7 @@ func (k *freezeKeeper) kicked() chan struct{} {
 	return k.kick
 }
 
-// kept reads the partition freeze and the recent apiserver outages the
+// kept reads the partition freeze and the recent unwatched spans the
 // cluster keeps. A read that fails stops the seed, to be tried again: a new
 // leader that went on without them could lose a freeze its predecessor
 // held. A record that does not parse is no record, and said so.
@@ -79,12 +79,12 @@ func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
 			kept.Freeze = &rec
 		}
 	}
-	if v, ok := ns.Annotations[safety.AnnotationOutages]; ok {
-		spans, err := safety.DecodeOutages(v)
+	if v, ok := ns.Annotations[safety.AnnotationUnwatched]; ok {
+		spans, err := safety.DecodeUnwatched(v)
 		if err != nil {
-			log.Error(err, "Ignoring the apiserver outages kept on the namespace", "Namespace", LeaseNamespace)
+			log.Error(err, "Ignoring the unwatched spans kept on the namespace", "Namespace", LeaseNamespace)
 		} else {
-			kept.Outages = spans
+			kept.Unwatched = spans
 		}
 	}
 	return kept, nil
@@ -113,16 +113,16 @@ func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 }
 
 // freezePatch returns the merge patch that sets the freeze annotation to the
-// model's freeze and the outages annotation to its recent outages, or
+// model's freeze and the unwatched spans' annotation to its recent ones, or
 // removes each that has none.
 func freezePatch(m *safety.Model, now time.Time) []byte {
-	freeze, outages := "null", "null"
+	freeze, unwatched := "null", "null"
 	if rec, ok := m.FreezeRecord(); ok {
 		freeze = strconv.Quote(safety.EncodeFreeze(rec))
 	}
-	if spans := m.Outages(now); len(spans) > 0 {
-		outages = strconv.Quote(safety.EncodeOutages(spans))
+	if spans := m.UnwatchedSpans(now); len(spans) > 0 {
+		unwatched = strconv.Quote(safety.EncodeUnwatched(spans))
 	}
 	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s,%q:%s}}}`, safety.AnnotationFreeze, freeze,
-		safety.AnnotationOutages, outages)
+		safety.AnnotationUnwatched, unwatched)
 }

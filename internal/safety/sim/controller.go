@@ -64,7 +64,7 @@ type controllers struct {
 	obs       *observer
 }
 
-func newController(w *world, obs *observer) *controller {
+func newController(w *world, obs *observer, unled time.Time) *controller {
 	c := &controller{w: w, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
 		wakes: map[string]time.Time{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
 		failures: map[string]int{}}
@@ -79,7 +79,11 @@ func newController(w *world, obs *observer) *controller {
 	for _, k := range w.kubelets {
 		nodes = append(nodes, c.nodes[k.name])
 	}
-	c.apply(c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Outages: w.outages}, w.now, w.now))
+	if unled.Before(w.now) {
+		// Taken over from a leader that last renewed its Lease then.
+		c.model.Unwatched(unled, w.now, w.now)
+	}
+	c.apply(c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Unwatched: w.unwatched}, w.now, w.now))
 	for _, k := range w.kubelets {
 		c.wakes[k.name] = w.now
 	}
@@ -127,7 +131,13 @@ func (cs *controllers) failover() {
 	// from the cluster, and the ground truth's check (freeze a partition)
 	// holds it to that.
 	cs.oldFrozen = cs.old.model.Guard.Frozen() && cs.w.freeze != nil
-	cs.leader = newController(cs.w, cs.obs)
+	// The old leader last renewed its Lease when the apiserver last
+	// answered it.
+	renewed := cs.w.now
+	if cs.w.down {
+		renewed = cs.w.downSince
+	}
+	cs.leader = newController(cs.w, cs.obs, renewed)
 	cs.failedOver = cs.w.now
 	cs.obs.failoverTimes = append(cs.obs.failoverTimes, cs.w.now)
 	for name := range cs.w.denied {
@@ -259,7 +269,7 @@ func (c *controller) apply(ch disruption.Change) {
 	}
 }
 
-// keepFreeze writes the model's freeze record and its recent outages to the
+// keepFreeze writes the model's freeze record and its unwatched spans to the
 // cluster when they are behind, as the reconciler does.
 func (c *controller) keepFreeze() {
 	if !c.freezeDirty || !c.canWrite() {
@@ -270,7 +280,7 @@ func (c *controller) keepFreeze() {
 	} else {
 		c.w.freeze = nil
 	}
-	c.w.outages = c.model.Outages(c.w.now)
+	c.w.unwatched = c.model.UnwatchedSpans(c.w.now)
 	c.freezeDirty = false
 }
 

@@ -15,7 +15,7 @@ func run(cfg Config, seq Sequence) (*observer, *Violation) {
 	w := newWorld(cfg)
 	obs := newObserver(w)
 	cs := &controllers{w: w, obs: obs}
-	cs.leader = newController(w, obs)
+	cs.leader = newController(w, obs, w.now)
 	var last time.Duration
 	for _, e := range seq {
 		last = max(last, e.At+e.For)

@@ -132,9 +132,9 @@ type world struct {
 	// freeze is the partition freeze the cluster keeps (on the
 	// kube-node-lease Namespace), nil for none.
 	freeze *disruption.Record
-	// outages are the recent apiserver outages the cluster keeps beside
-	// it.
-	outages []disruption.Span
+	// unwatched are the recent spans no leader could mark a node in (its
+	// outages) that the cluster keeps beside it.
+	unwatched []disruption.Span
 	// down is true during an apiserver outage; refuse during refused
 	// writes.
 	down, refuse bool
