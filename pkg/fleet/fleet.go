@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -264,14 +265,23 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Fleet, error) 
 			}
 			f.names = append(f.names, name)
 			f.members[name] = &member{zone: zone, pool: p.Name, reporter: r}
-			f.wg.Go(func() { _ = r.Run(runCtx) })
 			i++
 		}
 	}
 
-	if err := f.waitRegistered(ctx); err != nil {
-		f.Close()
-		return nil, err
+	// The nodes join in waves, as a cluster's nodes join over time: ten
+	// thousand registrations at once, each a Node with its images, take
+	// the apiserver past its requests' timeouts, and their retries keep
+	// it there.
+	for wave := range slices.Chunk(f.names, registrationWave) {
+		for _, name := range wave {
+			r := f.members[name].reporter
+			f.wg.Go(func() { _ = r.Run(runCtx) })
+		}
+		if err := f.waitRegistered(ctx, wave); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	if opts.PodsPerNode > 0 {
 		if f.pods, f.closePods, err = newPodClient(cfg); err != nil {
@@ -397,11 +407,14 @@ func (f *Fleet) SetReady(name string, ready bool, message string) {
 	}
 }
 
-// WaitFor polls a node until cond holds or ctx ends.
+// WaitFor polls a node until cond holds or ctx ends. A read the apiserver
+// did not answer in time, or answered with 429 or a 5xx, is tried again, as
+// a fleet of thousands registering at once makes some: only an answer that
+// no retry changes (403, say) ends the wait early.
 func (f *Fleet) WaitFor(ctx context.Context, name string, cond func(*corev1.Node) bool) error {
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		node, err := f.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || err != nil && transient(err) {
 			return false, nil
 		}
 		if err != nil {
@@ -409,6 +422,18 @@ func (f *Fleet) WaitFor(ctx context.Context, name string, cond func(*corev1.Node
 		}
 		return cond(node), nil
 	})
+}
+
+// transient reports whether a failed request may succeed if sent again: no
+// answer (a timeout, a broken connection), or an answer of 408, 429 or a
+// 5xx.
+func transient(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	code := status.Status().Code
+	return code == 0 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
 // ReadyIs returns a condition for WaitFor: the node's Ready condition has
@@ -424,8 +449,12 @@ func ReadyIs(status corev1.ConditionStatus) func(*corev1.Node) bool {
 	}
 }
 
-func (f *Fleet) waitRegistered(ctx context.Context) error {
-	for _, n := range f.names {
+// registrationWave is how many nodes register at once.
+const registrationWave = 500
+
+// waitRegistered waits until each named node exists.
+func (f *Fleet) waitRegistered(ctx context.Context, names []string) error {
+	for _, n := range names {
 		if err := f.WaitFor(ctx, n, func(*corev1.Node) bool { return true }); err != nil {
 			return fmt.Errorf("fleet: node %s did not register: %w", n, err)
 		}
