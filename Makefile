@@ -182,6 +182,27 @@ bench-go: envtest-assets ## Run every Go benchmark, without the tests, against t
 bench-upstream: envtest-assets build kustomize ## Run upstream kube-controller-manager's node lifecycle controllers, ours with the same flags, and a floor that only watches Nodes and Leases, each on a fresh local control plane and BENCH_NODES (1000) fleet whose nodes each list 50 images and run 30 pods, each pod's status written every 5 minutes (--images-per-node, --pods-per-node, --pod-status-every), in 3 rounds that rotate the order (about an hour); table, JSON and chart in BENCH_OUT (bin/bench), more flags in BENCH_ARGS.
 	$(BENCH_UPSTREAM)
 
+# The cost model's runs: ours and the floor, one round each, on fleets of
+# COST_SIZES nodes without pods and of 1,000 nodes with 30 pods a node whose
+# statuses are written every 5 minutes and every 2m30s; each run's results
+# go to COST_OUT/<size>, and the fit to COST_OUT/fit.md. 10000 is as far as a
+# larger machine goes: on two cores, the apiserver cannot take that fleet's
+# registrations and renewals.
+COST_OUT ?= bin/cost
+COST_SIZES ?= 1000 2000 5000
+
+.PHONY: bench-cost
+bench-cost: envtest-assets build kustomize ## Measure how ours and the floor grow with the fleet (COST_SIZES nodes without pods, 1,000 with 30 pods at two write rates; about 50 minutes on two cores), then fit CPU and peak RSS to the nodes over the runs without pods, the runs with pods set against that fit (test/bench/costmodel), into COST_OUT/fit.md.
+	go build -C test/bench -o $(LOCALBIN)/bench-cmd .
+	set -e; export KUBEBUILDER_ASSETS="$(abspath $(LOCALBIN))"; \
+	for n in $(COST_SIZES); do \
+		$(LOCALBIN)/bench-cmd --only=ours,floor --runs=1 --nodes=$$n --pods-per-node=0 --stop-percent=0.2 --out=$(COST_OUT)/$${n}x0; \
+	done; \
+	$(LOCALBIN)/bench-cmd --only=ours,floor --runs=1 --nodes=1000 --pods-per-node=30 --out=$(COST_OUT)/1000x30; \
+	$(LOCALBIN)/bench-cmd --only=ours,floor --runs=1 --nodes=1000 --pods-per-node=30 --pod-status-every=2m30s --out=$(COST_OUT)/1000x30-churn
+	go run -C test/bench ./costmodel $(abspath $(COST_OUT))/*/ > $(COST_OUT)/fit.md
+	@echo "Fit written to $(COST_OUT)/fit.md"
+
 .PHONY: demo
 demo: envtest-assets build ## Run the showcase: a local control plane, the controller and a 60-node fleet through node, zone and total failures, drawn live; logs and timeline in bin/demo/. More flags in ARGS (--nodes, --zones).
 	go build -C test/demo -o $(LOCALBIN)/demo-cmd .
