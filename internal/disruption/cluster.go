@@ -59,7 +59,7 @@ func (h *clusterHold) seed(totalAt func(time.Time) int, kept *Record, now time.T
 		// cooldown called off, but not written down before the leader
 		// died), and a freeze that has ended ends again once every node is
 		// decided.
-		h.freeze.Restore(*kept)
+		h.freeze.Restore(*kept, now)
 		if frozen, _ := h.freeze.Frozen(); frozen {
 			return true
 		}

@@ -71,14 +71,21 @@ func (f *Freeze) Record() (Record, bool) {
 	return Record{Since: f.since, From: f.from, ClearSince: f.clearSince}, true
 }
 
-// Restore takes up a freeze the cluster kept; the next Update judges it by
-// the nodes lost since its window began, and cools it down from where its
-// cooldown stood.
-func (f *Freeze) Restore(r Record) {
+// Restore takes up at now a freeze the cluster kept; the next Update judges
+// it by the nodes lost since its window began. A cooldown under way starts
+// again from now: nodes that went quiet shortly before the takeover and
+// came back within half a grace period after it called the old leader's
+// cooldown off and started it again, and the new leader, which dates every
+// silence from its own start, never sees them fade. Holding one cooldown
+// longer than the old leader would, at most, is the safe side of that.
+func (f *Freeze) Restore(r Record, now time.Time) {
 	if f.Threshold <= 0 {
 		return
 	}
 	f.frozen, f.since, f.from, f.clearSince = true, r.Since, r.From, r.ClearSince
+	if !f.clearSince.IsZero() {
+		f.clearSince = laterOf(f.clearSince, now)
+	}
 }
 
 // Update re-evaluates the freeze. total is the number of nodes, silentSince

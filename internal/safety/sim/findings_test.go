@@ -483,3 +483,23 @@ func TestFoundAnOutageBeforeAFailoverIsKeptForTheNewLeader(t *testing.T) {
 		})
 	}
 }
+
+// Found by the random sequences: a freeze cooling down, five of ten nodes
+// dead since a partition; three live nodes cut off for 16 seconds, six
+// seconds before a failover. The old leader saw them fade, called its
+// cooldown off, and started it again when they came back; the new leader
+// dated their silence from its own start, never saw them fade, and went on
+// with the cooldown the cluster kept, ending the freeze 37 seconds before
+// the old leader would have. A new leader now starts a kept cooldown again
+// from its takeover.
+func TestFoundAKeptCooldownStartsAgainAtTheTakeover(t *testing.T) {
+	expectHolds(t, ConfigFor(3), Sequence{
+		{At: s(42), Kind: Partition, Nodes: []int{5, 0, 1, 6, 7, 2, 9, 4, 3}},
+		{At: s(145), Kind: Revive, Node: 6},
+		{At: s(173), Kind: Revive, Node: 3},
+		{At: s(195), Kind: Flap, Node: 2, For: s(6)},
+		{At: s(226), Kind: NotReady, Node: 7},
+		{At: s(247), Kind: Partition, Nodes: []int{7, 2, 4, 5, 3, 0, 1}, For: s(16)},
+		{At: s(253), Kind: Failover},
+	})
+}
