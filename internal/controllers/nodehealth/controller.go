@@ -294,7 +294,7 @@ func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
 	// Kept in the cluster for a new leader, which did not see it: written
 	// by the resync, which runs on the leader alone (this runs on every
 	// replica).
-	r.freeze.stale()
+	r.freeze.markStale()
 	outagesExcused.Observe(o.Duration().Seconds())
 	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
 		"unreachableSince", o.From, "for", o.Duration())
@@ -333,7 +333,7 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 			// have gone silent together. Kept in the cluster too, for the
 			// leader after this one.
 			r.model().Unwatched(from, to, now)
-			r.freeze.stale()
+			r.freeze.markStale()
 			ctrl.LoggerFrom(ctx).Info("Took over from a leader that last renewed its Lease before; the time between counts in no freeze window",
 				"lastRenewed", from, "takenAt", to, "for", to.Sub(from).Round(time.Millisecond))
 		}

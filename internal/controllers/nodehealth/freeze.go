@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,30 +29,30 @@ import (
 type freezeKeeper struct {
 	mu    sync.Mutex
 	dirty bool
+	// stale asks the next keepFreeze to write, whatever changed. It is
+	// set without mu: the answer that ends an outage may be the answer to
+	// keepFreeze's own patch, whose request path tells of the outage while
+	// keepFreeze holds mu.
+	stale    atomic.Bool
+	kickOnce sync.Once
 	// kick asks the resync, which runs on the leader alone, to write the
 	// records at once.
 	kick chan struct{}
 }
 
-// stale has the next keepFreeze write the records, whatever changed, and
-// asks the resync to write them now.
-func (k *freezeKeeper) stale() {
-	k.mu.Lock()
-	k.dirty = true
-	k.mu.Unlock()
+// markStale has the next keepFreeze write the records, whatever changed,
+// and asks the resync to write them now. It never blocks.
+func (k *freezeKeeper) markStale() {
+	k.stale.Store(true)
 	select {
 	case k.kicked() <- struct{}{}:
 	default:
 	}
 }
 
-// kicked returns the channel stale signals on.
+// kicked returns the channel markStale signals on.
 func (k *freezeKeeper) kicked() chan struct{} {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.kick == nil {
-		k.kick = make(chan struct{}, 1)
-	}
+	k.kickOnce.Do(func() { k.kick = make(chan struct{}, 1) })
 	return k.kick
 }
 
@@ -97,7 +98,7 @@ func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 	k := &r.freeze
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.dirty = k.dirty || changed
+	k.dirty = k.stale.Swap(false) || k.dirty || changed
 	if !k.dirty {
 		return
 	}
