@@ -91,9 +91,10 @@ func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
 	return kept, nil
 }
 
-// keepFreeze writes the model's partition freeze to the cluster if it
-// changed since the last write that landed: the freeze itself, or nothing
-// once it ended.
+// keepFreeze writes the model's partition freeze and its recent unwatched
+// spans to the cluster if they changed since the last write that landed
+// (or were marked stale): the freeze itself, or nothing once it ended, and
+// the spans, or nothing once none is recent.
 func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 	k := &r.freeze
 	k.mu.Lock()
