@@ -26,10 +26,10 @@ type Freeze struct {
 
 	frozen bool
 	since  time.Time
-	// excused are the spans the controller could not reach the apiserver,
-	// latest last: they count in no window, as they count against no
-	// node's silence.
-	excused []span
+	// excused are the spans in which no node could be marked (outages,
+	// time no leader watched), merged, latest last: they count in no
+	// window.
+	excused []Span
 	// started is when a new process seeded the freeze. For one window
 	// (of time not excused) after it, silences are counted from two
 	// windows (of time not excused) before it: the nodes
@@ -163,50 +163,49 @@ func (f *Freeze) unexcused(now time.Time, d time.Duration) time.Time {
 	from := now
 	for i := len(f.excused) - 1; i >= 0; i-- {
 		e := f.excused[i]
-		if !e.from.Before(from) {
+		if !e.From.Before(from) {
 			continue
 		}
-		if gap := from.Sub(e.to); gap >= d {
+		if gap := from.Sub(e.To); gap >= d {
 			break
 		} else if gap > 0 {
 			d -= gap
 		}
-		from = e.from
+		from = e.From
 	}
 	return from.Add(-d)
 }
 
-// span is a stretch of time.
-type span struct{ from, to time.Time }
-
-// Span is a stretch of time during which the controller could not reach
-// the apiserver, as the cluster keeps it for a new leader (Excused).
+// Span is a stretch of time in which no node could be marked, which no
+// freeze window counts: one during which the controller could not reach
+// the apiserver, or one no leader watched the cluster. The cluster keeps
+// the recent ones for a new leader (Excused).
 type Span struct {
 	From time.Time `json:"from"`
 	To   time.Time `json:"to"`
 }
 
-// Excuse records a span during which the controller could not reach the
-// apiserver. Spans that ended more than two windows ago are forgotten; a
+// Excuse records a span in which no node could be marked: an outage, or
+// time no leader watched. Spans that ended more than two windows ago are forgotten; a
 // span that overlaps the latest one known, or comes before it, is taken in
 // order, as the cluster's record and the process's own may both hold it.
 func (f *Freeze) Excuse(from, to, now time.Time) {
 	if !from.Before(to) {
 		return
 	}
-	f.excused = append(f.excused, span{from, to})
-	slices.SortFunc(f.excused, func(a, b span) int { return a.from.Compare(b.from) })
+	f.excused = append(f.excused, Span{From: from, To: to})
+	slices.SortFunc(f.excused, func(a, b Span) int { return a.From.Compare(b.From) })
 	merged := f.excused[:0]
 	for _, e := range f.excused {
-		if n := len(merged); n > 0 && !e.from.After(merged[n-1].to) {
-			merged[n-1].to = laterOf(merged[n-1].to, e.to)
+		if n := len(merged); n > 0 && !e.From.After(merged[n-1].To) {
+			merged[n-1].To = laterOf(merged[n-1].To, e.To)
 			continue
 		}
 		merged = append(merged, e)
 	}
 	f.excused = merged
 	keep := now.Add(-2 * f.Window)
-	for len(f.excused) > 0 && f.excused[0].to.Before(keep) {
+	for len(f.excused) > 0 && f.excused[0].To.Before(keep) {
 		f.excused = f.excused[1:]
 	}
 }
@@ -222,8 +221,8 @@ func (f *Freeze) Excused(now time.Time) []Span {
 	keep := now.Add(-2 * f.Window)
 	var out []Span
 	for _, e := range f.excused {
-		if !e.to.Before(keep) {
-			out = append(out, Span{From: e.from, To: e.to})
+		if !e.To.Before(keep) {
+			out = append(out, e)
 		}
 	}
 	return out

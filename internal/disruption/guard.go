@@ -151,8 +151,9 @@ func (g *Guard) FreezeRecord() (Record, bool) {
 	return g.cluster.freeze.Record()
 }
 
-// Excuse tells the guard of a span during which the apiserver was out of
-// the controller's reach: the partition freeze's window does not count it.
+// Excuse tells the guard of a span in which no node could be marked (the
+// apiserver out of the controller's reach, or no leader watching): the
+// partition freeze's window does not count it.
 func (g *Guard) Excuse(from, to, now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -171,9 +172,9 @@ func (g *Guard) SetBlind(blind bool, now time.Time) Change {
 	return c
 }
 
-// Excused returns the spans the apiserver was out of the controller's
-// reach that still count in the partition freeze's window, for the cluster
-// to keep.
+// Excused returns the spans in which no node could be marked (outages,
+// time no leader watched) that still bear on the partition freeze's
+// window, for the cluster to keep.
 func (g *Guard) Excused(now time.Time) []Span {
 	g.mu.Lock()
 	defer g.mu.Unlock()

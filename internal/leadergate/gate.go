@@ -211,7 +211,7 @@ func (l *lock) write(ctx context.Context, rec resourcelock.LeaderElectionRecord,
 		return write(ctx, rec)
 	}
 	sent := l.gate.clock.Now()
-	taking := !l.gate.Valid(sent) && l.gate.neverHeld()
+	taking := l.gate.neverHeld()
 	if err := write(ctx, rec); err != nil {
 		return err
 	}
