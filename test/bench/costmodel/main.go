@@ -1,8 +1,8 @@
 // Command costmodel fits the bench's steady-state cost to the size of the
 // fleet: it reads the results.json of bench runs, and for each contender
 // (and for ours over the floor, the controller's own work) fits its CPU
-// and its peak RSS, by least squares over the runs without pods, as a
-// constant plus a cost per node; then prints the fit, how far each run
+// and its peak RSS, by a least-squares line over the runs without pods, as
+// a constant plus a cost per node; then prints the fit, how far each run
 // lies from it (the runs with pods: what their pods and pod writes cost
 // beyond it), what it gives for larger fleets, and where the CPU reaches a
 // core.
@@ -14,7 +14,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -104,145 +103,41 @@ func load(path string) ([]run, error) {
 	return out, nil
 }
 
-// term is one explanatory variable of the fit.
-type term struct {
-	Name string
-	Of   func(run) float64
-}
-
-var terms = []term{
-	{"per node", func(r run) float64 { return r.Nodes }},
-	{"per pod", func(r run) float64 { return r.Pods }},
-	{"per pod write/s", func(r run) float64 { return r.Writes }},
-}
-
-// fit is a least-squares fit of one metric of one contender.
+// fit is a least-squares line through one metric of one contender's runs,
+// against their nodes.
 type fit struct {
-	Terms []term
-	// Coef holds the constant, then one coefficient a term.
-	Coef []float64
-	// R2 is the share of the metric's variance the fit explains.
+	// Base is the metric at no nodes, PerNode what each node adds.
+	Base, PerNode float64
+	// R2 is the share of the metric's variance the line explains.
 	R2 float64
 }
 
-// predict returns the fit's value for a run.
-func (f fit) predict(r run) float64 {
-	v := f.Coef[0]
-	for i, t := range f.Terms {
-		v += f.Coef[i+1] * t.Of(r)
-	}
-	return v
-}
+// predict returns the fit's value at the given number of nodes.
+func (f fit) predict(nodes float64) float64 { return f.Base + f.PerNode*nodes }
 
-// errTooFew is returned when there are fewer runs than the fit has
-// unknowns.
-var errTooFew = errors.New("fewer runs than unknowns")
-
-// fitRuns fits metric over the runs with the terms that the runs vary.
+// fitRuns fits metric over the runs, which must cover two sizes at least.
 func fitRuns(runs []run, metric func(run) float64) (fit, error) {
-	var used []term
-	for _, t := range terms {
-		for _, r := range runs[1:] {
-			if t.Of(r) != t.Of(runs[0]) {
-				used = append(used, t)
-				break
-			}
-		}
+	n := float64(len(runs))
+	var mx, my float64
+	for _, r := range runs {
+		mx += r.Nodes / n
+		my += metric(r) / n
 	}
-	k := len(used) + 1
-	if len(runs) < k {
-		return fit{}, fmt.Errorf("%w: %d runs, %d unknowns", errTooFew, len(runs), k)
+	var sxx, sxy, syy float64
+	for _, r := range runs {
+		dx, dy := r.Nodes-mx, metric(r)-my
+		sxx, sxy, syy = sxx+dx*dx, sxy+dx*dy, syy+dy*dy
 	}
-	x := make([][]float64, len(runs))
-	y := make([]float64, len(runs))
-	for i, r := range runs {
-		x[i] = append([]float64{1}, make([]float64, len(used))...)
-		for j, t := range used {
-			x[i][j+1] = t.Of(r)
-		}
-		y[i] = metric(r)
+	if sxx == 0 {
+		return fit{}, fmt.Errorf("%d runs of one size: a line needs two sizes", len(runs))
 	}
-	coef, err := leastSquares(x, y)
-	if err != nil {
-		return fit{}, err
-	}
-	f := fit{Terms: used, Coef: coef}
-	var mean, total, resid float64
-	for _, v := range y {
-		mean += v
-	}
-	mean /= float64(len(y))
-	for i, r := range runs {
-		total += (y[i] - mean) * (y[i] - mean)
-		d := y[i] - f.predict(r)
-		resid += d * d
-	}
+	f := fit{PerNode: sxy / sxx}
+	f.Base = my - f.PerNode*mx
 	f.R2 = 1
-	if total > 0 {
-		f.R2 = 1 - resid/total
+	if syy > 0 {
+		f.R2 = sxy * sxy / (sxx * syy)
 	}
 	return f, nil
-}
-
-// leastSquares solves the normal equations (XᵀX)b = Xᵀy by Gaussian
-// elimination with partial pivoting, each column scaled to its largest
-// value first so that counts of nodes and pods do not swamp the constant.
-func leastSquares(x [][]float64, y []float64) ([]float64, error) {
-	k := len(x[0])
-	scale := make([]float64, k)
-	for j := range k {
-		for i := range x {
-			scale[j] = max(scale[j], abs(x[i][j]))
-		}
-		if scale[j] == 0 {
-			return nil, errors.New("a term is zero in every run")
-		}
-	}
-	a := make([][]float64, k)
-	for r := range k {
-		a[r] = make([]float64, k+1)
-		for c := range k {
-			for i := range x {
-				a[r][c] += x[i][r] / scale[r] * x[i][c] / scale[c]
-			}
-		}
-		for i := range x {
-			a[r][k] += x[i][r] / scale[r] * y[i]
-		}
-	}
-	for col := range k {
-		p := col
-		for r := col + 1; r < k; r++ {
-			if abs(a[r][col]) > abs(a[p][col]) {
-				p = r
-			}
-		}
-		if abs(a[p][col]) < 1e-12 {
-			return nil, errors.New("the runs do not tell the terms apart")
-		}
-		a[col], a[p] = a[p], a[col]
-		for r := range k {
-			if r == col {
-				continue
-			}
-			m := a[r][col] / a[col][col]
-			for c := col; c <= k; c++ {
-				a[r][c] -= m * a[col][c]
-			}
-		}
-	}
-	out := make([]float64, k)
-	for j := range k {
-		out[j] = a[j][k] / a[j][j] / scale[j]
-	}
-	return out, nil
-}
-
-func abs(v float64) float64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
 
 // metrics are the steady-state costs fitted, each with the level at which
@@ -260,12 +155,10 @@ var metrics = []struct {
 // reaches returns the number of nodes at which the fit reaches limit, and
 // false when it does not grow with them.
 func reaches(f fit, limit float64) (float64, bool) {
-	// The fit is linear in the number of nodes.
-	at0, at1 := f.predict(run{Nodes: 0}), f.predict(run{Nodes: 1})
-	if at1 <= at0 {
+	if f.PerNode <= 0 {
 		return 0, false
 	}
-	return max(0, (limit-at0)/(at1-at0)), true
+	return max(0, (limit-f.Base)/f.PerNode), true
 }
 
 // overFloor returns, for each source that holds a run of ours and one of
@@ -328,22 +221,19 @@ func report(runs []run) string {
 				continue
 			}
 			fmt.Fprintf(&w, "## %s, %s (%s)\n\n", name, m.Name, m.Unit)
-			fmt.Fprintf(&w, "Fit over the runs without pods: %.4g", f.Coef[0])
-			for i, t := range f.Terms {
-				fmt.Fprintf(&w, " %+.4g %s", f.Coef[i+1], t.Name)
-			}
-			fmt.Fprintf(&w, " (R² %.3f, %d runs)\n\n", f.R2, len(bare))
+			fmt.Fprintf(&w, "Fit over the runs without pods: %.4g %+.4g per node (R² %.3f, %d runs)\n\n",
+				f.Base, f.PerNode, f.R2, len(bare))
 			fmt.Fprintln(&w, "| run | nodes | pods | pod writes/s | measured | fit | measured − fit |")
 			fmt.Fprintln(&w, "|---|---:|---:|---:|---:|---:|---:|")
 			for _, r := range append(slices.Clone(bare), podded...) {
 				fmt.Fprintf(&w, "| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %+.2f |\n", r.Source, r.Nodes, r.Pods, r.Writes,
-					m.Of(r), f.predict(r), m.Of(r)-f.predict(r))
+					m.Of(r), f.predict(r.Nodes), m.Of(r)-f.predict(r.Nodes))
 			}
 			fmt.Fprintln(&w)
 			fmt.Fprintln(&w, "| nodes | fit |")
 			fmt.Fprintln(&w, "|---:|---:|")
 			for _, n := range sizes {
-				fmt.Fprintf(&w, "| %.0f | %.1f |\n", n, f.predict(run{Nodes: n}))
+				fmt.Fprintf(&w, "| %.0f | %.1f |\n", n, f.predict(n))
 			}
 			fmt.Fprintln(&w)
 			if m.Limit > 0 {

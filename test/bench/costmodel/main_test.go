@@ -9,45 +9,24 @@ import (
 	"testing"
 )
 
-func TestFitFindsTheCoefficientsOfExactData(t *testing.T) {
-	// CPU = 0.5 + 0.0006/node + 0.00001/pod, RSS = 30 + 0.02/node.
+func TestFitFindsTheLineOfExactData(t *testing.T) {
 	var runs []run
-	for _, s := range []struct{ nodes, pods float64 }{{1000, 0}, {2000, 0}, {5000, 0}, {1000, 30000}, {10000, 0}} {
-		runs = append(runs, run{Contender: "ours", Nodes: s.nodes, Pods: s.pods,
-			CPU: 0.5 + 0.0006*s.nodes + 0.00001*s.pods, RSS: 30 + 0.02*s.nodes})
+	for _, n := range []float64{1000, 2000, 5000} {
+		runs = append(runs, run{Nodes: n, CPU: 0.5 + 0.0006*n})
 	}
 	f, err := fitRuns(runs, func(r run) float64 { return r.CPU })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Terms) != 2 || f.Terms[0].Name != "per node" || f.Terms[1].Name != "per pod" {
-		t.Fatalf("terms: %v", f.Terms)
-	}
-	for i, want := range []float64{0.5, 0.0006, 0.00001} {
-		if math.Abs(f.Coef[i]-want) > 1e-9*math.Max(1, math.Abs(want)) {
-			t.Errorf("coefficient %d: %g, want %g", i, f.Coef[i], want)
-		}
-	}
-	if f.R2 < 0.999999 {
-		t.Errorf("R² %g on exact data", f.R2)
+	if math.Abs(f.Base-0.5) > 1e-9 || math.Abs(f.PerNode-0.0006) > 1e-12 || f.R2 < 0.999999 {
+		t.Fatalf("fit %+v, want 0.5 + 0.0006 per node, R² 1", f)
 	}
 }
 
-func TestFitLeavesOutWhatNoRunVaries(t *testing.T) {
-	runs := []run{{Nodes: 1000, CPU: 1}, {Nodes: 2000, CPU: 2}}
-	f, err := fitRuns(runs, func(r run) float64 { return r.CPU })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Terms) != 1 || math.Abs(f.Coef[1]-0.001) > 1e-12 || math.Abs(f.Coef[0]) > 1e-9 {
-		t.Fatalf("fit %+v", f)
-	}
-}
-
-func TestFitRefusesTooFewRuns(t *testing.T) {
-	runs := []run{{Nodes: 1000, Pods: 0, CPU: 1}, {Nodes: 2000, Pods: 60000, CPU: 2}}
+func TestFitNeedsTwoSizes(t *testing.T) {
+	runs := []run{{Nodes: 1000, CPU: 1}, {Nodes: 1000, CPU: 2}}
 	if _, err := fitRuns(runs, func(r run) float64 { return r.CPU }); err == nil {
-		t.Fatal("two runs fitted three unknowns")
+		t.Fatal("two runs of one size fitted a line")
 	}
 }
 
@@ -84,11 +63,11 @@ func TestLoadReadsTheBenchsResults(t *testing.T) {
 }
 
 func TestReachesAndOverFloor(t *testing.T) {
-	f := fit{Terms: terms[:1], Coef: []float64{1, 0.001}}
+	f := fit{Base: 1, PerNode: 0.001}
 	if n, ok := reaches(f, 60); !ok || math.Abs(n-59000) > 1e-6 {
 		t.Fatalf("reaches = %v, %v; want 59000 nodes", n, ok)
 	}
-	if _, ok := reaches(fit{Terms: terms[:1], Coef: []float64{1, 0}}, 60); ok {
+	if _, ok := reaches(fit{Base: 1}, 60); ok {
 		t.Fatal("a flat fit reaches its limit")
 	}
 	got := overFloor([]run{
