@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/transient"
 )
 
 // EnsureLeaseNamespace creates kube-node-lease when it is missing. The
@@ -45,19 +45,6 @@ func EnsureLeaseNamespace(ctx context.Context, r client.Reader, w client.Writer)
 		log.Info("Created namespace")
 		return nil
 	}
-	transient := func(err error) bool {
-		if _, retryAfter := apierrors.SuggestsClientDelay(err); retryAfter {
-			return true
-		}
-		if apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) ||
-			apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
-			return true
-		}
-		// The request did not reach the apiserver, or its answer was cut.
-		var urlErr *url.Error
-		return errors.As(err, &urlErr) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err)
-	}
-
 	// Steps is enough for the delay to double from Duration up to Cap,
 	// where it stays.
 	backoff := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 16, Cap: 30 * time.Second}
@@ -72,7 +59,7 @@ func EnsureLeaseNamespace(ctx context.Context, r client.Reader, w client.Writer)
 			return false, nil
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			log.Error(err, "Not allowed to ensure the namespace, retrying: the controller needs get and create on namespaces")
-		case transient(err):
+		case transient.Is(err):
 			log.Info("Could not ensure the namespace, retrying", "error", err.Error())
 		default:
 			return false, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/transient"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/reporter"
 )
 
@@ -407,14 +407,14 @@ func (f *Fleet) SetReady(name string, ready bool, message string) {
 	}
 }
 
-// WaitFor polls a node until cond holds or ctx ends. A read the apiserver
-// did not answer in time, or answered with 429 or a 5xx, is tried again, as
-// a fleet of thousands registering at once makes some: only an answer that
-// no retry changes (403, say) ends the wait early.
+// WaitFor polls a node until cond holds or ctx ends. A read that may
+// succeed if sent again (no answer in time, a 429, a server error), as a
+// fleet of thousands registering at once makes some, is tried again: only
+// an answer that no retry changes (403, say) ends the wait early.
 func (f *Fleet) WaitFor(ctx context.Context, name string, cond func(*corev1.Node) bool) error {
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		node, err := f.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || err != nil && transient(err) {
+		if apierrors.IsNotFound(err) || err != nil && transient.Is(err) {
 			return false, nil
 		}
 		if err != nil {
@@ -422,18 +422,6 @@ func (f *Fleet) WaitFor(ctx context.Context, name string, cond func(*corev1.Node
 		}
 		return cond(node), nil
 	})
-}
-
-// transient reports whether a failed request may succeed if sent again: no
-// answer (a timeout, a broken connection), or an answer of 408, 429 or a
-// 5xx.
-func transient(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return true
-	}
-	code := status.Status().Code
-	return code == 0 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
 }
 
 // ReadyIs returns a condition for WaitFor: the node's Ready condition has

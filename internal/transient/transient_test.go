@@ -1,4 +1,4 @@
-package fleet
+package transient
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestTransientErrorsAreTriedAgain(t *testing.T) {
+func TestWhatARetryMayChange(t *testing.T) {
 	nodes := schema.GroupResource{Resource: "nodes"}
 	for _, tc := range []struct {
 		err  error
@@ -26,8 +26,8 @@ func TestTransientErrorsAreTriedAgain(t *testing.T) {
 		{apierrors.NewUnauthorized("who"), false},
 		{apierrors.NewBadRequest("bad"), false},
 	} {
-		if got := transient(tc.err); got != tc.want {
-			t.Errorf("transient(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := Is(tc.err); got != tc.want {
+			t.Errorf("Is(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
