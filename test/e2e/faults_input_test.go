@@ -315,14 +315,16 @@ var _ = Describe("Malformed input", Label("faults"), func() {
 				// it, no earlier than the node's creation, which is stored in
 				// whole seconds: the earliest deadline is a timeout after the
 				// second the node was written in. Allow it a few seconds past
-				// each deadline. The watch for an early eviction stops half a
-				// second before the earliest deadline: a read sent just before
-				// it may be answered after the eviction, when the apiserver is
-				// busy, and an eviction with no regard for the taint's age
-				// would come the whole timeout early.
-				earliest := written.Truncate(time.Second)
+				// each deadline. Only a read answered before the earliest
+				// deadline that finds the pod gone proves it evicted early: a
+				// read sent before it may be answered after the eviction, when
+				// the apiserver is busy. An eviction with no regard for the
+				// taint's age would come the whole timeout early.
+				earliest := written.Truncate(time.Second).Add(evictTimeout)
 				Eventually(deleted(short)).WithTimeout(time.Until(written.Add(4 * time.Second))).Should(BeTrue())
-				Consistently(deleted(plain)).WithTimeout(time.Until(earliest.Add(evictTimeout)) - 500*time.Millisecond).Should(BeFalse())
+				Consistently(func(g Gomega) bool {
+					return deleted(plain)(g) && time.Now().Before(earliest)
+				}).WithTimeout(time.Until(earliest)).Should(BeFalse(), "pod %s evicted before its deadline", plain.Name)
 				Eventually(deleted(plain)).WithTimeout(time.Until(written.Add(evictTimeout + 3*time.Second))).Should(BeTrue())
 				Expect(hasNoExecuteTaint(name)).To(BeTrue())
 			})),
