@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -164,8 +163,10 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		Nudges:             w.nudges(),
 		Due:                w.due(),
 		PodEvictionTimeout: opts.PodEvictionTimeout,
-		Gate:               guardGate{guard},
-		Back:               r.Back,
+		LocalClock:         clk,
+		APIReader:          w.apiReader,
+		Executor:           r.Executor(),
+		Grace:              defaults.Grace,
 		BlockedRetry:       opts.NodeMonitorPeriod,
 		ReconcileTimeout:   timeout,
 	}
@@ -243,18 +244,4 @@ func policiesServed(mgr ctrl.Manager) (bool, error) {
 	default:
 		return false, fmt.Errorf("look up NodeHealthPolicy: %w", err)
 	}
-}
-
-// guardGate lets the disruption guard hold pod evictions back.
-type guardGate struct{ g *disruption.Guard }
-
-// EvictionAllowed holds evictions back during a partition freeze, while
-// every zone is down, and where the node's pool or zone holds them.
-func (gg guardGate) EvictionAllowed(node *corev1.Node) (bool, string) {
-	if !gg.g.Seeded() {
-		// Until the node health controller has counted every node, the
-		// guard cannot tell a dead zone from a dead cluster.
-		return false, "disruption guard not seeded yet"
-	}
-	return gg.g.DestructiveAllowedFor(node.Name)
 }

@@ -50,6 +50,9 @@ type Model struct {
 	// so that a change of the node's Ready condition meanwhile does not
 	// start the grace again.
 	graces map[string]MaintenanceGrace
+	// untimed holds when each NoExecute taint without timeAdded was first
+	// seen, which its pods' deadlines count from.
+	untimed map[untimedKey]time.Time
 }
 
 // freshFor is how long a silence confirmed from a live read stands without
@@ -61,7 +64,7 @@ const freshFor = time.Second
 func New(tracker *health.Tracker, guard *disruption.Guard, window time.Duration) *Model {
 	return &Model{Tracker: tracker, Guard: guard, Window: window,
 		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time),
-		graces: make(map[string]MaintenanceGrace)}
+		graces: make(map[string]MaintenanceGrace), untimed: make(map[untimedKey]time.Time)}
 }
 
 // Input is one look at a node: the node and its Lease as read, the settings
@@ -124,11 +127,30 @@ type Decision struct {
 	// whether it holds the node now.
 	Maintenance   maintenance.Window
 	InMaintenance bool
-	// Deadline is when the node's grace runs out, zero once it has.
-	Deadline time.Time
-	// Retry is the earliest time to look again for any other reason (a
-	// turn in the zone's queue, a maintenance grace ending), zero for none.
-	Retry time.Time
+	// Next is when to look at the node again: at its grace deadline, or
+	// sooner for another reason (a turn in the zone's queue, a maintenance
+	// grace ending).
+	Next Next
+}
+
+// Next is when to look at a node again.
+type Next struct {
+	// At is the time; zero for no look at any time, as for a node whose
+	// grace ran out, which waits for a heartbeat (an event).
+	At time.Time
+	// Deadline is true when At is the node's grace deadline, or none: the
+	// heartbeats heard meanwhile move it, and it is read again when it
+	// comes.
+	Deadline bool
+}
+
+// nextOf returns the next look: at the deadline, or at retry if sooner;
+// a zero time is none.
+func nextOf(deadline, retry time.Time) Next {
+	if !retry.IsZero() && (deadline.IsZero() || retry.Before(deadline)) {
+		return Next{At: retry}
+	}
+	return Next{At: deadline, Deadline: true}
 }
 
 // Seed counts every node in the guard before the first look, as the cluster
@@ -250,7 +272,8 @@ func (m *Model) Look(in Input) Decision {
 	// A node marked Unknown whose heartbeats are heard again is alive: its
 	// kubelet has yet to report its status, and no countdown starts.
 	alive := d.Want == corev1.TaintNodeUnreachable && heard && !v.Expired
-	d.Write, d.Held, d.Waiting, d.Retry = m.noExecute(node, d.Want, alive, in.Stamp, now)
+	var retry, deadline time.Time
+	d.Write, d.Held, d.Waiting, retry = m.noExecute(node, d.Want, alive, in.Stamp, now)
 	if grace, changed := m.graceWrite(node, d.Maintenance); changed {
 		if d.Write == nil {
 			d.Write = &TaintWrite{Taints: node.Spec.Taints, Countdown: recordedOrNil(CountdownOf(node))}
@@ -262,11 +285,12 @@ func (m *Model) Look(in Input) Decision {
 	}
 	d.MarkPods = m.MarksPods(node)
 	if d.InMaintenance && !d.Maintenance.Until.IsZero() && d.Want != "" {
-		d.Retry = earliest(d.Retry, d.Maintenance.Until)
+		retry = earliest(retry, d.Maintenance.Until)
 	}
 	if !v.Expired {
-		d.Deadline = v.Deadline
+		deadline = v.Deadline
 	}
+	d.Next = nextOf(deadline, retry)
 	if counted.Expired == v.Expired {
 		// A verdict the apiserver's absence blurred is not recorded: the
 		// node stays overdue, and the resync looks at it again once the
@@ -466,6 +490,11 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 	delete(m.tainted, name)
 	delete(m.confirmed, name)
 	delete(m.graces, name)
+	for key := range m.untimed {
+		if key.node == name {
+			delete(m.untimed, key)
+		}
+	}
 	m.mu.Unlock()
 	uid, state, ok := m.Tracker.Forget(name)
 	return c, Forgotten{Known: ok, UID: uid, State: state}
@@ -530,44 +559,6 @@ func (m *Model) skewNow() time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.skew
-}
-
-// merge adds b to a.
-func merge(a, b disruption.Change) disruption.Change {
-	if a.Empty() {
-		return b
-	}
-	if b.Empty() {
-		return a
-	}
-	a.Zones = appendNew(a.Zones, b.Zones...)
-	a.StateChanged = appendNew(a.StateChanged, b.StateChanged...)
-	a.Held = appendNew(a.Held, b.Held...)
-	if b.Halt {
-		a.Halt, a.Halted = true, b.Halted
-	}
-	if b.Freeze {
-		a.Freeze, a.Frozen = true, b.Frozen
-	}
-	a.Cooldown = a.Cooldown || b.Cooldown
-	a.Decided = a.Decided || b.Decided
-	return a
-}
-
-func appendNew[T comparable](s []T, vs ...T) []T {
-	for _, v := range vs {
-		found := false
-		for _, x := range s {
-			if x == v {
-				found = true
-				break
-			}
-		}
-		if !found {
-			s = append(s, v)
-		}
-	}
-	return s
 }
 
 // earliest returns the earlier of two times, the zero time counting as

@@ -2,12 +2,10 @@ package nodehealth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -20,23 +18,12 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 )
 
 // LeaseNamespace is where kubelets keep their node Leases.
 const LeaseNamespace = corev1.NamespaceNodeLease
-
-// errBlind stops a mark while the apiserver is out of the controller's
-// reach.
-var errBlind = errors.New("apiserver out of reach")
-
-// blindRetryDelay is how soon a node whose mark waited for the apiserver is
-// looked at again.
-const blindRetryDelay = 100 * time.Millisecond
-
-// conflictRetryDelay is how soon a node is looked at again after a write lost
-// a race with another writer, most often the kubelet posting a heartbeat.
-const conflictRetryDelay = 20 * time.Millisecond
 
 // The permissions the reconciler uses, and no more.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -133,60 +120,26 @@ type Reconciler struct {
 
 	// freeze keeps the partition freeze in the cluster (freeze.go).
 	freeze freezeKeeper
-	// Model, when set, is the safety model over Tracker and Guard, shared
-	// with the pod eviction controller; nil has the reconciler build its
-	// own.
-	Model *safety.Model
-	// modelOnce builds Model when it is nil.
-	modelOnce sync.Once
+	// exec carries the decisions of the safety model over Tracker and
+	// Guard out; execOnce builds it.
+	exec     *act.Executor
+	execOnce sync.Once
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
 }
 
-// model returns the safety model that decides every look, over Tracker and
-// Guard.
-func (r *Reconciler) model() *safety.Model {
-	r.modelOnce.Do(func() {
-		if r.Model == nil {
-			r.Model = safety.New(r.Tracker, r.Guard, r.Grace.Monitor)
-		}
+// Executor returns the executor of the safety model that decides every
+// look, over Tracker and Guard: the pod eviction controller carries out the
+// same model's decisions on which pods go.
+func (r *Reconciler) Executor() *act.Executor {
+	r.execOnce.Do(func() {
+		r.exec = act.New(safety.New(r.Tracker, r.Guard, r.Grace.Monitor), podWorkers)
 	})
-	return r.Model
+	return r.exec
 }
 
-// Back reads the node and its Lease live and reports whether the node is
-// back (safety.Model.Back): the pod eviction controller asks before it
-// evicts pods for their node's failure.
-func (r *Reconciler) Back(ctx context.Context, node *corev1.Node) (bool, error) {
-	live, lease, err := r.readLive(ctx, node.Name)
-	if err != nil {
-		return false, err
-	}
-	return r.model().Back(live, lease, r.settings(ctx, live).Grace.Monitor, r.Clock.Now()), nil
-}
-
-// readLive reads a node and its Lease from the apiserver, side by side.
-func (r *Reconciler) readLive(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
-	type leaseRead struct {
-		lease *coordinationv1.Lease
-		err   error
-	}
-	leaseDone := make(chan leaseRead, 1)
-	go func() {
-		lease, err := getLease(ctx, r.APIReader, name)
-		leaseDone <- leaseRead{lease, err}
-	}()
-	node := &corev1.Node{}
-	nodeErr := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, node)
-	read := <-leaseDone
-	if nodeErr != nil {
-		return nil, nil, fmt.Errorf("read node %q live: %w", name, nodeErr)
-	}
-	if read.err != nil {
-		return nil, nil, fmt.Errorf("read lease live: %w", read.err)
-	}
-	return node, read.lease, nil
-}
+// model returns the safety model that decides every look.
+func (r *Reconciler) model() *safety.Model { return r.Executor().Model() }
 
 // Reconcile looks at a node: the safety model decides, from the node, its
 // Lease and the time, what the look calls for, and the reconcile carries it
@@ -194,12 +147,11 @@ func (r *Reconciler) readLive(ctx context.Context, name string) (*corev1.Node, *
 // and countdown record, its pods' readiness, the events and metrics, and the
 // node's next look.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	now := r.Clock.Now()
-	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(now).Seconds()) }()
-	if err := r.seed(ctx, now); err != nil {
+	start := r.Clock.Now()
+	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(start).Seconds()) }()
+	if err := r.seed(ctx, start); err != nil {
 		return ctrl.Result{}, err
 	}
-
 	node := &corev1.Node{}
 	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -212,68 +164,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	settings := r.settings(ctx, node)
 	r.noticeForeignWriters(ctx, node)
-	d := r.look(ctx, node, lease, settings, now)
-	if d.First && registeredSince(node, r.started) {
-		r.eventRegistered(node)
+	out, err := r.Executor().Look(ctx, port{r}, node, lease, r.settings(ctx, node))
+	r.tell(ctx, out, err == nil)
+	if apierrors.IsNotFound(err) {
+		r.forget(ctx, req.Name)
+		return ctrl.Result{}, nil
 	}
-	if d.Mark {
-		var marked bool
-		node, lease, marked, err = r.markUnreachable(ctx, node, d.Verdict, settings.Grace)
-		if err != nil {
-			return r.settle(ctx, req.Name, err)
-		}
-		if marked {
-			// Other nodes' marks come before this node's taints and pods: its
-			// deadline wake was queued ahead of other work, and the look at
-			// the marked node goes back behind it.
-			r.wakes.clearDeadline(node.Name)
-			r.wakes.now(node.Name)
-			return ctrl.Result{}, nil
-		}
-		// The live read heard the node: look at what it showed.
-		d = r.look(ctx, node, lease, settings, r.Clock.Now())
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := r.write(ctx, node, d); err != nil {
-		// The look's own time to look again (a maintenance grace running
-		// out, the zone's turn) stands whatever the write's fate: a
-		// failed write is retried on a backoff that may run far past it.
-		if !d.Retry.IsZero() {
-			r.wakes.after(node.Name, d.Retry)
-		}
-		return r.settle(ctx, req.Name, err)
-	}
-	if d.Recorded {
-		moveState(d.Previous, d.Verdict.State)
-	}
-	if d.Deadline.IsZero() {
-		// Expired: no deadline to wait for until a heartbeat arrives, and a
-		// heartbeat is an event.
-		r.wakes.clearDeadline(node.Name)
-	} else {
-		r.wakes.atDeadline(node.Name, d.Deadline)
-	}
-	if !d.Retry.IsZero() {
-		r.wakes.after(node.Name, d.Retry)
-	}
-	r.reconcileMaintenance(ctx, node, d)
-	if d.MarkPods {
-		if r.podMarks != nil {
-			r.podMarks.add(node.Name)
-		} else if err := r.markPodsNotReady(ctx, node, now); err != nil {
-			return ctrl.Result{}, err
-		}
+	if out.Decision.MarkPods && out.Mark == nil {
+		return ctrl.Result{}, r.queuePods(ctx, out.Node)
 	}
 	return ctrl.Result{}, nil
-}
-
-// look asks the model what a look at the node calls for, and tells what the
-// look changed beyond the node.
-func (r *Reconciler) look(ctx context.Context, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings, now time.Time) safety.Decision {
-	d := r.model().Look(safety.Input{Node: node, Lease: lease, Settings: s, Now: now, Stamp: r.stamp(now), Blind: r.blind()})
-	r.applyChange(ctx, d.Change, now)
-	return d
 }
 
 // blind reports whether the apiserver is out of the controller's reach.
@@ -339,7 +243,7 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 		}
 	}
 	settings := func(node *corev1.Node) policy.Settings { return r.settings(ctx, node) }
-	r.applyChange(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)), now)
+	r.guardChanged(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)), now)
 	return nil
 }
 
@@ -375,28 +279,7 @@ func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Set
 // whether every node is known well enough to end the wait after start;
 // nothing, while the apiserver is out of reach.
 func (r *Reconciler) tick(ctx context.Context, now time.Time) {
-	r.applyChange(ctx, r.model().Tick(now, r.blind()), now)
-}
-
-// settle turns a failed read or write into a result: a node deleted under
-// the reconciler is forgotten, a lost race is looked at again shortly,
-// anything else is returned for the work queue to retry with backoff.
-func (r *Reconciler) settle(ctx context.Context, name string, err error) (ctrl.Result, error) {
-	switch {
-	case apierrors.IsNotFound(err):
-		r.forget(ctx, name)
-		return ctrl.Result{}, nil
-	case errors.Is(err, errBlind):
-		ctrl.LoggerFrom(ctx).V(1).Info("Not marking while the apiserver is out of reach", "error", err.Error())
-		r.wakes.after(name, r.Clock.Now().Add(blindRetryDelay))
-		return ctrl.Result{}, nil
-	case apierrors.IsConflict(err):
-		ctrl.LoggerFrom(ctx).V(2).Info("Node changed while being written; looking again", "error", err.Error())
-		r.wakes.after(name, r.Clock.Now().Add(conflictRetryDelay))
-		return ctrl.Result{}, nil
-	default:
-		return ctrl.Result{}, err
-	}
+	r.guardChanged(ctx, r.model().Tick(now, r.blind()), now)
 }
 
 // forget drops a node that no longer exists.
@@ -407,7 +290,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	// counted as a ghost, Ready or not, in its zone.
 	now := r.Clock.Now()
 	c, gone := r.model().Remove(name, now)
-	r.applyChange(ctx, c, now)
+	r.guardChanged(ctx, c, now)
 	r.forgetMaintenance(name)
 	r.foreign.forget(name)
 	if !gone.Known {

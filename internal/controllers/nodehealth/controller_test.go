@@ -29,6 +29,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
 
 var (
@@ -257,8 +258,8 @@ func TestALostWriteRaceIsRetriedShortly(t *testing.T) {
 	}
 	// The look that found the node silent also ended the wait after start,
 	// which looks at every node at once: no later than the retry.
-	if at, ok := f.r.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) > conflictRetryDelay {
-		t.Fatalf("next look at %v, %v; want within %v", at, ok, conflictRetryDelay)
+	if at, ok := f.r.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) > act.ConflictRetry {
+		t.Fatalf("next look at %v, %v; want within %v", at, ok, act.ConflictRetry)
 	}
 }
 

@@ -92,9 +92,5 @@ func (p *podMarks) mark(ctx context.Context, name string) error {
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("get node %q: %w", name, err))
 	}
-	if !r.model().MarksPods(node) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Node back, or its pods' marking held, since its look; not marking them NotReady")
-		return nil
-	}
-	return r.markPodsNotReady(ctx, node, r.Clock.Now())
+	return r.markPodsNotReady(ctx, node)
 }

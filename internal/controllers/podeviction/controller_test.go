@@ -20,8 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
 
 var (
@@ -53,16 +58,25 @@ func pod(name string, seconds *int64) *corev1.Pod {
 	return p
 }
 
-type gate struct{ open bool }
-
-func (g *gate) EvictionAllowed(*corev1.Node) (bool, string) { return g.open, "test gate" }
+// newExecutor returns an executor whose model holds nothing back once
+// seeded; before, it holds every eviction for a node's failure.
+func newExecutor() (*act.Executor, func()) {
+	m := safety.New(health.NewTracker(), disruption.NewGuard(disruption.Config{Rates: disruption.Rates{Normal: 0.1}}), time.Minute)
+	seed := func() {
+		m.Seed(nil, func(*corev1.Node) policy.Settings { return policy.Settings{} }, safety.Kept{}, t0, t0)
+		m.Tick(t0, false)
+	}
+	return act.New(m, 1), seed
+}
 
 func newReconciler(objs ...client.Object) (*Reconciler, client.Client, *clocktesting.FakeClock) {
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(objs...).
 		WithStatusSubresource(&corev1.Pod{}).
 		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc()).Build()
 	clk := clocktesting.NewFakeClock(t0)
-	return &Reconciler{Client: c, Clock: clk, Recorder: events.NewFakeRecorder(100),
+	x, seed := newExecutor()
+	seed()
+	return &Reconciler{Client: c, Clock: clk, Recorder: events.NewFakeRecorder(100), Executor: x,
 		PodEvictionTimeout: timeout, BlockedRetry: 5 * time.Second}, c, clk
 }
 
@@ -116,39 +130,39 @@ func TestEvictsEachPodAtItsDeadline(t *testing.T) {
 	}
 }
 
-func TestAClosedGateHoldsEvictionsBack(t *testing.T) {
+func TestAHoldKeepsEvictionsBack(t *testing.T) {
 	r, c, _ := newReconciler(taintedNode(unreachable(&t0)), pod("p", ptr.To[int64](0)))
-	g := &gate{}
-	r.Gate = g
+	x, seed := newExecutor()
+	r.Executor = x
 	if res := run(t, r); res.RequeueAfter != r.BlockedRetry || !exists(t, c, "p") {
-		t.Fatalf("closed gate: RequeueAfter %v, pod exists %v", res.RequeueAfter, exists(t, c, "p"))
+		t.Fatalf("held: RequeueAfter %v, pod exists %v", res.RequeueAfter, exists(t, c, "p"))
 	}
-	g.open = true
+	seed()
 	run(t, r)
 	if exists(t, c, "p") {
-		t.Fatal("open gate: pod kept")
+		t.Fatal("no longer held: pod kept")
 	}
 }
 
-// A closed gate holds the controller's own evictions, not those of a taint
+// A hold keeps the controller's own evictions back, not those of a taint
 // an administrator set: out-of-service evicts the pods that do not tolerate
 // it at once, and leaves the ones that do to the held countdown.
-func TestAClosedGateLetsAnotherWritersTaintEvict(t *testing.T) {
+func TestAHoldLetsAnotherWritersTaintEvict(t *testing.T) {
 	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}
 	tolerant := pod("tolerant", nil)
 	tolerant.Spec.Tolerations = append(tolerant.Spec.Tolerations, corev1.Toleration{Key: corev1.TaintNodeOutOfService,
 		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
 	r, c, clk := newReconciler(taintedNode(unreachable(&t0), outOfService), pod("plain", nil), tolerant)
-	r.Gate = &gate{}
+	r.Executor, _ = newExecutor()
 	clk.Step(timeout)
 	if res := run(t, r); res.RequeueAfter != r.BlockedRetry {
 		t.Fatalf("RequeueAfter %v, want the blocked retry for the held pod", res.RequeueAfter)
 	}
 	if exists(t, c, "plain") {
-		t.Fatal("the gate held back an eviction by out-of-service")
+		t.Fatal("the hold kept back an eviction by out-of-service")
 	}
 	if !exists(t, c, "tolerant") {
-		t.Fatal("the gate let an eviction by the unreachable taint through")
+		t.Fatal("the hold let an eviction by the unreachable taint through")
 	}
 }
 

@@ -476,3 +476,17 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// noExecute returns the node's NoExecute taints that evict its pods, as the
+// ground truth reads them: not the lifecycle ones of a node that reports
+// Ready again.
+func noExecute(node *corev1.Node) []corev1.Taint {
+	ready := readyStatus(node) == corev1.ConditionTrue
+	var out []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute && !(ready && eviction.IsLifecycleTaint(t.Key)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,17 +1,17 @@
 package sim
 
 import (
+	"context"
 	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
 
 // controller is one controller process: a model, its cache of the
@@ -21,6 +21,7 @@ import (
 type controller struct {
 	w       *world
 	model   *safety.Model
+	exec    *act.Executor
 	phantom bool
 	// nodes and leases are its cache; delivery holds watch events not
 	// delivered yet, by when they are due.
@@ -29,8 +30,10 @@ type controller struct {
 	delivery []delivered
 	// lastDelivery is when each node's last watch event is due.
 	lastDelivery map[string]time.Time
-	// wakes holds each node's next look.
-	wakes map[string]time.Time
+	// wakes holds each node's next look; podTurns the nodes whose pods'
+	// turn has come, as the reconciler's pod workers take them.
+	wakes    map[string]wake
+	podTurns []string
 	// resynced is when the safety resync last ran.
 	resynced time.Time
 	// obs records what the controller did, for the checks.
@@ -43,6 +46,12 @@ type controller struct {
 	// failures counts each node's looks that failed in a row: the next
 	// look after a failure waits as the work queue's backoff has it.
 	failures map[string]int
+}
+
+// wake is a node's next look, and whether it is at its grace deadline.
+type wake struct {
+	at       time.Time
+	deadline bool
 }
 
 // delivered is a watch event on its way to the controller.
@@ -66,9 +75,11 @@ type controllers struct {
 
 func newController(w *world, obs *observer, unled time.Time) *controller {
 	c := &controller{w: w, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
-		wakes: map[string]time.Time{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
+		wakes: map[string]wake{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
 		failures: map[string]int{}}
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
+	// One pod at a time: the simulation stays deterministic.
+	c.exec = act.New(c.model, 1)
 	c.model.Guard.SetPool("p", ptrTo(w.pool()), w.now)
 	// A new process lists everything before it judges anything.
 	for name, node := range w.nodes {
@@ -85,7 +96,7 @@ func newController(w *world, obs *observer, unled time.Time) *controller {
 	}
 	c.apply(c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Unwatched: w.unwatched}, w.now, w.now))
 	for _, k := range w.kubelets {
-		c.wakes[k.name] = w.now
+		c.wakeNow(k.name)
 	}
 	return c
 }
@@ -101,7 +112,7 @@ func (cs *controllers) policyChanged() {
 		c.apply(c.model.Guard.SetPool("p", ptrTo(c.w.pool()), c.w.now))
 		for _, k := range c.w.kubelets {
 			if k.pool == "p" {
-				c.wakes[k.name] = c.w.now
+				c.wakeNow(k.name)
 			}
 		}
 	}
@@ -192,14 +203,14 @@ func (c *controller) hear(nodesChanged, leasesRenewed []string) {
 			}
 			c.nodes[d.node.Name] = d.node
 			c.model.Tracker.HeardNode(d.node, now)
-			c.wakes[d.node.Name] = now
+			c.wakeNow(d.node.Name)
 		case d.lease != nil:
 			c.leases[d.lease.Name] = d.lease
 			if k := c.w.kubelet(d.lease.Name); !c.phantom && k != nil {
 				k.delivered = now
 			}
 			if c.model.Tracker.HeardLease(d.lease.Name, d.lease, now) == health.NeedsLook {
-				c.wakes[d.lease.Name] = now
+				c.wakeNow(d.lease.Name)
 			}
 		}
 	}
@@ -234,37 +245,39 @@ func (c *controller) resync() {
 	}
 }
 
-func (c *controller) wakeNow(name string) {
-	if at, ok := c.wakes[name]; !ok || at.After(c.w.now) {
-		c.wakes[name] = c.w.now
+func (c *controller) wakeNow(name string) { c.wake(name, safety.Next{At: c.w.now}) }
+
+// wake sets the node's next look as the reconciler's wakes do: the
+// earliest asked for stands, but a deadline replaces the deadline set
+// before, which heartbeats since have moved, and no deadline drops it.
+func (c *controller) wake(name string, next safety.Next) {
+	old, ok := c.wakes[name]
+	switch {
+	case next.At.IsZero():
+		if ok && old.deadline && next.Deadline {
+			delete(c.wakes, name)
+		}
+	case !ok, next.Deadline && old.deadline, next.At.Before(old.at):
+		c.wakes[name] = wake{at: next.At, deadline: next.Deadline}
 	}
 }
 
-// apply wakes the nodes a change of the guard affects, as the reconciler's
-// applyChange does.
+// apply writes the freeze down when a change of the guard calls for it, and
+// looks at the nodes the change affects, as the reconciler does.
 func (c *controller) apply(ch disruption.Change) {
 	if ch.Empty() {
 		return
 	}
-	g := c.model.Guard
-	var names []string
-	if len(ch.Held) > 0 {
-		names = append(names, g.PoolNodes(ch.Held...)...)
-	}
-	if len(ch.StateChanged) > 0 {
-		names = append(names, g.Nodes(ch.StateChanged...)...)
-	}
+	c.applied(c.model.Affected(ch, c.w.now))
+}
+
+// applied is apply for a change the model has resolved.
+func (c *controller) applied(ch safety.Change) {
 	if ch.Freeze || ch.Cooldown {
 		c.freezeDirty = true
 	}
 	c.keepFreeze()
-	if ch.Halt && !ch.Halted {
-		c.model.Tracker.RefreshAll(c.w.now)
-	}
-	if ch.Halt || ch.Decided || ch.Freeze {
-		names = append(names, g.Nodes()...)
-	}
-	for _, name := range names {
+	for _, name := range ch.Wake {
 		c.wakeNow(name)
 	}
 }
@@ -285,21 +298,31 @@ func (c *controller) keepFreeze() {
 }
 
 // lookDue looks at every node whose look has come, again while a look
-// asks for another at once, up to a few times a step.
+// asks for another at once, up to a few times a step; then the pods' turn
+// comes for the nodes the looks queued.
 func (c *controller) lookDue() {
 	for range 4 {
 		var due []string
 		for _, k := range c.w.kubelets {
-			if at, ok := c.wakes[k.name]; ok && !at.After(c.w.now) {
+			if e, ok := c.wakes[k.name]; ok && !e.at.After(c.w.now) {
 				due = append(due, k.name)
 			}
 		}
 		if len(due) == 0 {
-			return
+			break
 		}
 		for _, name := range due {
 			delete(c.wakes, name)
 			c.look(name)
+		}
+	}
+	turns := c.podTurns
+	c.podTurns = nil
+	for _, name := range turns {
+		node := c.nodes[name]
+		if err := c.exec.MarkPods(context.Background(), port{c}, node, c.w.pods[name], c.w.settings(node).Grace.Monitor); err != nil {
+			// Tried again at the next step, as the pod workers retry.
+			c.podTurns = appendNew(c.podTurns, name)
 		}
 	}
 }
@@ -328,155 +351,44 @@ func (c *controller) failed(name string) {
 	if n < 40 {
 		wait = min(backoffMax, backoffBase<<n)
 	}
-	at := c.w.now.Add(max(c.w.cfg.Step, wait))
-	if cur, ok := c.wakes[name]; !ok || at.Before(cur) {
-		c.wakes[name] = at
-	}
+	c.wake(name, safety.Next{At: c.w.now.Add(max(c.w.cfg.Step, wait))})
 }
 
 // look is one reconcile of a node.
 func (c *controller) look(name string) {
-	w, now := c.w, c.w.now
 	node := c.nodes[name]
-	s := w.settings(node)
-	d := c.model.Look(safety.Input{Node: node, Lease: c.leases[name], Settings: s, Now: now, Stamp: now, Blind: w.down})
-	c.apply(d.Change)
-	if d.Mark {
-		if w.down {
-			// The live read fails.
-			c.wakes[name] = now.Add(w.cfg.Step)
-			return
-		}
-		live := w.nodes[name]
-		if _, silent := c.model.Confirm(live, w.leases[name], s.Grace, now); !silent {
-			c.wakes[name] = now
-			return
-		}
-		if !c.canWrite() {
-			c.failed(name)
-			return
-		}
-		delete(c.failures, name)
-		conds, _ := health.MarkUnknown(live.Status.Conditions, live.CreationTimestamp, metav1.NewTime(now))
-		live.Status.Conditions = conds
-		w.bump(live)
-		c.nodes[name] = live.DeepCopy()
-		c.obs.marked(name)
-		c.wakes[name] = now
+	out, err := c.exec.Look(context.Background(), port{c}, node, c.leases[name], c.w.settings(node))
+	c.applied(out.Change)
+	if err != nil {
+		c.failed(name)
 		return
-	}
-	if d.Write != nil {
-		live := w.nodes[name]
-		if refused, conflict := !c.canWriteNode(name), live.ResourceVersion != node.ResourceVersion; refused || conflict {
-			for _, n := range c.model.TaintFailed(name, d.Write) {
-				c.wakeNow(n)
-			}
-			if refused {
-				c.failed(name)
-			} else {
-				// Locked out by a newer version: looked at again soon.
-				c.wakes[name] = now.Add(w.cfg.Step)
-			}
-			// The look's own time to look again stands, as the
-			// reconciler keeps it when its write fails.
-			if at, ok := c.wakes[name]; !d.Retry.IsZero() && (!ok || d.Retry.Before(at)) {
-				c.wakes[name] = d.Retry
-			}
-			return
-		}
-		written := d.Write.Apply(node)
-		w.bump(written)
-		w.nodes[name] = written
-		c.nodes[name] = written.DeepCopy()
-		if d.Write.Added != "" {
-			c.obs.tainted(name, d.Write.Added)
-		}
-		node = c.nodes[name]
 	}
 	delete(c.failures, name)
-	if !d.Deadline.IsZero() {
-		c.wakes[name] = d.Deadline
-	}
-	if !d.Retry.IsZero() {
-		if at, ok := c.wakes[name]; !ok || d.Retry.Before(at) {
-			c.wakes[name] = d.Retry
-		}
-	}
-	if d.MarkPods && c.canWrite() {
-		todo := c.model.PodsToMark(node, w.pods[name])
-		if len(todo) > 0 && !c.model.Fresh(name, now) && !c.model.Silent(w.nodes[name], w.leases[name], s.Grace.Monitor, now) {
-			// Its Lease read live first: a node back while the watch lags
-			// keeps its pods' readiness.
-			todo = nil
-		}
-		for _, pod := range todo {
-			for i := range w.pods[name] {
-				if p := &w.pods[name][i]; p.UID == pod.UID && setPodReady(p, corev1.ConditionFalse) {
-					c.obs.podMarked(name, p.UID)
-				}
-			}
-			c.model.PodMarked(node, pod.UID)
-		}
+	if out.Decision.MarkPods && out.Mark == nil {
+		c.podTurns = appendNew(c.podTurns, name)
 	}
 }
 
-// evict deletes the pods whose NoExecute deadline passed, where the model
-// lets evictions through, as the pod eviction controller does.
+// evict is the pod eviction controller's turn at every node.
 func (c *controller) evict() {
-	if !c.canWrite() {
-		return
-	}
-	w, now := c.w, c.w.now
+	w := c.w
 	for _, k := range w.kubelets {
 		node := c.nodes[k.name]
-		taints := noExecute(node)
-		if len(taints) == 0 {
-			continue
-		}
-		timeout := w.settings(node).PodEvictionTimeout
-		confirmed := false
+		var pods []corev1.Pod
 		for _, pod := range w.pods[k.name] {
-			if _, gone := w.evicted[pod.UID]; gone {
-				continue
+			if _, gone := w.evicted[pod.UID]; !gone {
+				pods = append(pods, pod)
 			}
-			d := eviction.Deadline(&pod, taints, timeout, now)
-			if !d.Evict || d.At.After(now) {
-				continue
-			}
-			if !c.model.Seeded() {
-				continue
-			}
-			if ok, _ := c.model.Guard.DestructiveAllowedFor(k.name); !ok {
-				continue
-			}
-			if eviction.IsLifecycleTaint(d.Taint) && !confirmed {
-				// The node and its Lease read live before evicting for
-				// its failure.
-				if c.model.Back(w.nodes[k.name], w.leases[k.name], w.graceOf(k), now) {
-					break
-				}
-				confirmed = true
-			}
-			w.evicted[pod.UID] = now
-			c.obs.evicted(k.name, pod.UID)
 		}
+		// A failed turn is tried again at the next step.
+		_, _ = c.exec.Evict(context.Background(), port{c}, node, pods, w.settings(node), w.now)
 	}
 }
 
-// noExecute returns the node's NoExecute taints, without the lifecycle ones
-// on a node that reports Ready again, as the pod eviction controller reads
-// them.
-func noExecute(node *corev1.Node) []corev1.Taint {
-	ready := readyStatus(node) == corev1.ConditionTrue
-	var out []corev1.Taint
-	for _, t := range node.Spec.Taints {
-		if t.Effect != corev1.TaintEffectNoExecute {
-			continue
-		}
-		if ready && eviction.IsLifecycleTaint(t.Key) {
-			continue
-		}
-		out = append(out, t)
+// appendNew appends name unless s holds it.
+func appendNew(s []string, name string) []string {
+	if slices.Contains(s, name) {
+		return s
 	}
-	return out
+	return append(s, name)
 }

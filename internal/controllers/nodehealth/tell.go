@@ -1,0 +1,128 @@
+package nodehealth
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
+)
+
+// tell logs, counts and records what a look did; done is false when it
+// failed part way, and only what it did before is told.
+func (r *Reconciler) tell(ctx context.Context, out act.Outcome, done bool) {
+	log := ctrl.LoggerFrom(ctx)
+	r.applyChange(ctx, out.Change)
+	d, node := out.Decision, out.Node
+	if d.First && registeredSince(node, r.started) {
+		r.eventRegistered(node)
+	}
+	if m := out.Mark; m != nil {
+		markDelay.Observe(m.Delay.Seconds())
+		log.Info("Marked node unreachable", "deadline", m.Verdict.Deadline, "delay", m.Delay, "neverReported", m.Verdict.NeverReported)
+		// As with kube-controller-manager, only a node the mark took from
+		// Ready is announced: one already NotReady, or never ready, lost
+		// nothing.
+		if m.WasReady {
+			r.eventNotReady(node)
+		}
+		return
+	}
+	if d.Waiting != "" {
+		log.V(1).Info("NoExecute taint held back", "taint", d.Want, "reason", d.Waiting, "retryAt", d.Next.At)
+	}
+	if !done {
+		return
+	}
+	if w := d.Write; out.Wrote {
+		switch {
+		case w.Added != "":
+			taintsApplied.WithLabelValues(zoneLabel(node), d.Pool).Inc()
+			log.Info("Tainted node NoExecute", "taint", w.Added, "countdown", countdownText(w.Countdown))
+		case w.Removed && d.Held != "":
+			log.Info("Removing NoExecute taint while the node is held; its countdown is kept", "reason", d.Held,
+				"countdown", countdownText(w.Countdown))
+		}
+		log.V(1).Info("Updated taints", "noSchedule", taints.WantedNoSchedule(node), "noExecute", d.Want)
+	}
+	if d.Recorded {
+		moveState(d.Previous, d.Verdict.State)
+	}
+	r.reconcileMaintenance(ctx, node, d)
+}
+
+// countdownText says what a countdown record keeps, for the logs.
+func countdownText(c *safety.Countdown) string {
+	if c == nil {
+		return "new"
+	}
+	return fmt.Sprintf("started %s, %s served", c.Started.UTC().Format("15:04:05"), c.Served())
+}
+
+// ApplyGuardChange acts on a change of the guard made outside a reconcile,
+// such as a pool's settings changing with its policy.
+func (r *Reconciler) ApplyGuardChange(ctx context.Context, c disruption.Change) {
+	r.guardChanged(ctx, c, r.Clock.Now())
+}
+
+// guardChanged acts on a change of the guard made by a tick, the seed or a
+// node's removal.
+func (r *Reconciler) guardChanged(ctx context.Context, c disruption.Change, now time.Time) {
+	if c.Empty() {
+		return
+	}
+	ch := r.model().Affected(c, now)
+	r.applyChange(ctx, ch)
+	r.wakes.now(ch.Wake...)
+}
+
+// applyChange tells what a change of the guard means beyond one node:
+// metrics, logs and events, and the freeze kept in the cluster. The nodes it
+// affects have been woken.
+func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
+	if c.Empty() {
+		return
+	}
+	if c.Freeze || c.Cooldown {
+		r.keepFreeze(ctx, true)
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, zone := range c.Zones {
+		publishZone(r.Guard, zone)
+	}
+	for _, pool := range c.Held {
+		if why := r.Guard.PoolHold(pool); why != "" {
+			log.Info("Pool holds NoExecute taints and evictions back", "pool", pool, "reason", why)
+		} else {
+			log.Info("Pool no longer holds NoExecute taints and evictions back", "pool", pool)
+		}
+	}
+	for _, zone := range c.StateChanged {
+		log.Info("Zone changed state", "zone", zone.Zone, "pool", zone.Pool, "state", r.Guard.Zone(zone).State)
+	}
+	switch {
+	case c.Halt && c.Halted:
+		log.Info("Every zone is fully disrupted: removing NoExecute taints and holding evictions")
+	case c.Halt:
+		log.Info("A zone is back: every node gets a fresh grace period")
+	}
+	if c.Decided {
+		log.Info("Every node is known to live or to be going quiet: destructive work may begin",
+			"partitionFreeze", r.Guard.Frozen())
+	}
+	if c.Freeze {
+		lost, total := r.Guard.LostCount(r.Clock.Now())
+		setFreezeMetric(c.Frozen)
+		if c.Frozen {
+			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", lost, "nodes", total)
+		} else {
+			log.Info("Partition freeze ended", "silentNodes", lost, "nodes", total)
+		}
+		r.eventFreeze(c.Frozen, lost, total)
+	}
+}

@@ -1,0 +1,109 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+)
+
+// port is a controller's way to the simulated cluster: what the reconcilers
+// do over the apiserver and their work queues, done to the world, with its
+// faults (an apiserver down, writes refused, a Node changed since the cache
+// saw it) answered as the apiserver answers them.
+type port struct{ c *controller }
+
+// errDown and errRefused are what a request gets while the apiserver is
+// down, or refuses the controller's writes.
+var (
+	errDown    = errors.New("apiserver unreachable")
+	errRefused = errors.New("write refused")
+)
+
+func (p port) Now() time.Time   { return p.c.w.now }
+func (p port) Stamp() time.Time { return p.c.w.now }
+func (p port) Blind() bool      { return p.c.w.down }
+
+func (p port) Live(_ context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
+	if p.c.w.down {
+		return nil, nil, errDown
+	}
+	return p.c.w.nodes[name].DeepCopy(), p.c.w.leases[name].DeepCopy(), nil
+}
+
+func (p port) Lease(_ context.Context, name string) (*coordinationv1.Lease, error) {
+	if p.c.w.down {
+		return nil, errDown
+	}
+	return p.c.w.leases[name].DeepCopy(), nil
+}
+
+func (p port) PatchStatus(_ context.Context, base, node *corev1.Node) error {
+	if !p.c.canWrite() {
+		return errRefused
+	}
+	if err := p.write(base, node); err != nil {
+		return err
+	}
+	p.c.obs.marked(node.Name)
+	return nil
+}
+
+func (p port) PatchNode(_ context.Context, base, node *corev1.Node) error {
+	if !p.c.canWriteNode(node.Name) {
+		return errRefused
+	}
+	if err := p.write(base, node); err != nil {
+		return err
+	}
+	if t := lifecycleTaint(node); t != nil && lifecycleTaint(base) == nil {
+		p.c.obs.tainted(node.Name, t.Key)
+	}
+	return nil
+}
+
+// write stores node in the world, if base is the version it holds, and
+// reads it back into the cache, as the reconciler's client does.
+func (p port) write(base, node *corev1.Node) error {
+	w := p.c.w
+	if w.nodes[node.Name].ResourceVersion != base.ResourceVersion {
+		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, node.Name, errors.New("the object has been modified"))
+	}
+	written := node.DeepCopy()
+	w.bump(written)
+	w.nodes[node.Name] = written
+	p.c.nodes[node.Name] = written.DeepCopy()
+	node.ResourceVersion = written.ResourceVersion
+	return nil
+}
+
+func (p port) Wake(name string, next safety.Next) { p.c.wake(name, next) }
+
+func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {
+	if !p.c.canWrite() {
+		return errRefused
+	}
+	pods := p.c.w.pods[pod.Spec.NodeName]
+	for i := range pods {
+		if pods[i].UID == pod.UID && setPodReady(&pods[i], corev1.ConditionFalse) {
+			p.c.obs.podMarked(pod.Spec.NodeName, pod.UID)
+		}
+	}
+	return nil
+}
+
+func (p port) Evict(_ context.Context, node *corev1.Node, pod *corev1.Pod, _ eviction.Decision) error {
+	if !p.c.canWrite() {
+		return errRefused
+	}
+	p.c.w.evicted[pod.UID] = p.c.w.now
+	p.c.obs.evicted(node.Name, pod.UID)
+	return nil
+}
