@@ -490,6 +490,18 @@ $(ETCD): $(TOOLS_MODULE) | $(LOCALBIN)
 $(KUBE_CONTROLLER_MANAGER): $(TOOLS_MODULE) | $(LOCALBIN)
 	cd test/tools && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kube-controller-manager
 
+## kubemark, whose --morph=kubelet runs the real kubelet as a hollow node (a
+## fake container runtime in its own process), for the specs and tools that
+## judge a real kubelet (test/harness/kubelet.go, docs/kubelet.md). Built from
+## the same test/tools pin as the control plane, and rebuilt when it changes.
+KUBEMARK ?= $(LOCALBIN)/kubemark
+
+.PHONY: kubemark
+kubemark: $(KUBEMARK) ## Build kubemark (k8s.io/kubernetes/cmd/kubemark, test/tools' pin), whose --morph=kubelet is a real kubelet on a fake runtime, into bin/ if necessary.
+
+$(KUBEMARK): $(TOOLS_MODULE) | $(LOCALBIN)
+	cd test/tools && go build -o $(abspath $@) k8s.io/kubernetes/cmd/kubemark
+
 ## The same control plane at older Kubernetes minors, for make test-compat:
 ## test/tools/k8s-<minor> pins that minor's k8s.io/kubernetes and the etcd it
 ## uses, and each command is built into bin/k8s-<minor>/.
