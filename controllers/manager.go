@@ -192,7 +192,7 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 		if events, gate, err = gateWrites(cfg, &mgrOpts, clock.RealClock{}); err != nil {
 			return nil, fmt.Errorf("controllers: %w", err)
 		}
-		s.Unled = gate.Unled
+		s.Takeover = gate
 	}
 	mgrOpts.NewClient = unthrottledClient(mgrOpts.NewClient)
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)

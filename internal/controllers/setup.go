@@ -24,6 +24,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
@@ -35,12 +36,14 @@ import (
 type Sight struct {
 	Outages *sight.Monitor
 	Clock   *apiclock.Clock
-	// Unled, when set, tells the span from the last renewal of the leader
-	// before this process to when this process took the leader election
-	// Lease, if it took it from one (leadergate.Gate.Unled): time no
+	// Takeover, when set, tells the span from the last renewal of the
+	// leader before this process to when this process took the leader
+	// election Lease, if it took it from one (leadergate.Gate): time no
 	// leader watched, which a new leader's freeze window reaches over as
 	// over an outage.
-	Unled func() (from, to time.Time, ok bool)
+	Takeover interface {
+		Unled() (from, to time.Time, ok bool)
+	}
 }
 
 // NewSight returns a Sight whose outages are timed on clk. The apiserver's
@@ -93,13 +96,13 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		return fmt.Errorf("add lease namespace check: %w", err)
 	}
 	defaults := policy.Defaults(opts)
-	guard := disruption.NewGuard(disruption.Config{
+	model := safety.New(health.NewTracker(), disruption.NewGuard(disruption.Config{
 		Rates:                  defaults.Disruption.Rates,
 		UnhealthyZoneThreshold: defaults.Disruption.UnhealthyZoneThreshold,
 		FreezeThreshold:        opts.PartitionFreezeThreshold,
 		FreezeWindow:           opts.NodeMonitorGracePeriod,
 		FreezeCooldown:         opts.FreezeCooldown(),
-	})
+	}), defaults.Grace.Monitor)
 	policies, err := policiesServed(mgr)
 	if err != nil {
 		return err
@@ -108,7 +111,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	if err != nil {
 		return err
 	}
-	w, err := newWriters(mgr, opts, upstream, guard, clk)
+	w, err := newWriters(mgr, opts, upstream, model, clk)
 	if err != nil {
 		return err
 	}
@@ -120,39 +123,43 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 	if s.Clock != nil {
 		deadlines = s.Clock
 	}
-	r := &nodehealth.Reconciler{
-		Client:    w.client,
-		APIReader: w.apiReader,
-		Pods:      pods,
-		Clock:     clk,
-		Recorder:  w.recorder(nodehealth.EventSource),
-		Tracker:   health.NewTracker(),
-		Grace:     defaults.Grace,
-		Guard:     guard,
-
-		MaintenanceGrace: defaults.MaintenanceGrace,
-
-		ReconcileTimeout: timeout,
-	}
-	if s.Clock != nil {
-		r.APIClock = s.Clock
-	}
-	if !opts.DryRun {
-		r.FieldManager = owners.ManagerOf(mgr.GetConfig().UserAgent)
-	}
 	var source *nodehealthpolicy.Source
 	if policies {
 		source = &nodehealthpolicy.Source{Reader: mgr.GetClient(), Informers: mgr.GetCache(), Defaults: defaults,
-			Guard: guard, Clock: clk, OnGuardChange: r.ApplyGuardChange}
-		r.Policies = source
+			Pools: model, Clock: clk}
 	}
-	r.Unled = s.Unled
+	d := nodehealth.Deps{
+		Client:           w.client,
+		APIReader:        w.apiReader,
+		Pods:             pods,
+		Clock:            clk,
+		Recorder:         w.recorder(nodehealth.EventSource),
+		Model:            model,
+		Grace:            defaults.Grace,
+		MaintenanceGrace: defaults.MaintenanceGrace,
+		ReconcileTimeout: timeout,
+	}
+	if s.Clock != nil {
+		d.APIClock = s.Clock
+	}
+	if !opts.DryRun {
+		d.FieldManager = owners.ManagerOf(mgr.GetConfig().UserAgent)
+	}
+	if source != nil {
+		d.Policies = source
+	}
+	if s.Takeover != nil {
+		d.Takeover = s.Takeover
+	}
 	if s.Outages != nil {
-		r.Sight = s.Outages
+		d.Sight = s.Outages
+	}
+	r := nodehealth.New(d)
+	if s.Outages != nil {
 		log := mgr.GetLogger().WithName(nodehealth.ControllerName)
 		s.Outages.OnRegained(func(o sight.Outage) { r.ExcuseOutage(ctrl.LoggerInto(context.Background(), log), o) })
 	}
-	if err := r.SetupWithManager(mgr, opts.NodeMonitorPeriod, clk); err != nil {
+	if err := r.Register(mgr, opts.NodeMonitorPeriod); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)
 	}
 	pe := &podeviction.Reconciler{
@@ -180,7 +187,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		st := &nodehealthpolicy.Reconciler{
 			Client:       w.client,
 			Source:       source,
-			Guard:        guard,
+			Model:        model,
 			Clock:        clk,
 			Recorder:     w.policyRecorder(mgr, nodehealthpolicy.ControllerName),
 			ResyncPeriod: opts.NodeMonitorPeriod,

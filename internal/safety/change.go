@@ -13,11 +13,27 @@ type Change struct {
 	disruption.Change
 	// Wake are the nodes to look at again at once.
 	Wake []string
+	// State is the disruption state after the change, to publish: the
+	// zones, the pools' holds, the halt and the freeze; Lost and Total,
+	// when the freeze started or ended, how many nodes it counted silent
+	// of how many.
+	State       disruption.Snapshot
+	Lost, Total int
+	// Version orders the states: a later change's state has a higher
+	// one, so that a publisher can tell an older state from a newer.
+	Version uint64
 }
 
-// Merge returns c with what o changed added.
+// Merge returns c with what o changed added, o's state standing.
 func (c Change) Merge(o Change) Change {
-	return Change{Change: merge(c.Change, o.Change), Wake: appendNew(c.Wake, o.Wake...)}
+	if c.Empty() {
+		return o
+	}
+	if o.Empty() {
+		return c
+	}
+	o.Change, o.Wake = merge(c.Change, o.Change), appendNew(c.Wake, o.Wake...)
+	return o
 }
 
 // Affected returns the nodes a change of the disruption state calls for a
@@ -30,18 +46,28 @@ func (c Change) Merge(o Change) Change {
 // dark.
 func (m *Model) Affected(c disruption.Change, now time.Time) Change {
 	out := Change{Change: c}
+	if c.Empty() {
+		return out
+	}
+	m.mu.Lock()
+	m.version++
+	out.Version, out.State = m.version, m.guard.Snapshot()
+	m.mu.Unlock()
+	if c.Freeze {
+		out.Lost, out.Total = m.guard.LostCount(now)
+	}
 	if c.Halt && !c.Halted {
-		m.Tracker.RefreshAll(now)
+		m.tracker.RefreshAll(now)
 	}
 	switch {
 	case c.Halt || c.Decided || c.Freeze:
-		out.Wake = m.Guard.Nodes()
+		out.Wake = m.guard.Nodes()
 	default:
 		if len(c.Held) > 0 {
-			out.Wake = append(out.Wake, m.Guard.PoolNodes(c.Held...)...)
+			out.Wake = append(out.Wake, m.guard.PoolNodes(c.Held...)...)
 		}
 		if len(c.StateChanged) > 0 {
-			out.Wake = append(out.Wake, m.Guard.Nodes(c.StateChanged...)...)
+			out.Wake = append(out.Wake, m.guard.Nodes(c.StateChanged...)...)
 		}
 	}
 	return out

@@ -89,10 +89,10 @@ func (m *Model) Evictions(node *corev1.Node, pods []corev1.Pod, timeout time.Dur
 // been counted, before which a dead zone cannot be told from a dead
 // cluster.
 func (m *Model) evictionHold(name string) string {
-	if !m.Guard.Seeded() {
+	if !m.guard.Seeded() {
 		return "disruption guard not seeded yet"
 	}
-	_, why := m.Guard.DestructiveAllowedFor(name)
+	_, why := m.guard.DestructiveAllowedFor(name)
 	return why
 }
 

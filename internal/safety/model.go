@@ -23,13 +23,14 @@ import (
 // parts hold their own locks, and a look reads and updates them in an order
 // that leaves each consistent.
 type Model struct {
-	// Tracker remembers the heartbeats heard; the informers' handlers
-	// record renewals in it directly, the cheap path of a healthy node.
-	Tracker *health.Tracker
-	// Guard holds the disruption state: zones, queues, pools, the freeze.
-	Guard *disruption.Guard
-	// Window is the partition freeze's window, the flags' grace period.
-	Window time.Duration
+	// tracker remembers the heartbeats heard; the informers' handlers
+	// record renewals in it (HeardLease, HeardNode), the cheap path of a
+	// healthy node.
+	tracker *health.Tracker
+	// guard holds the disruption state: zones, queues, pools, the freeze.
+	guard *disruption.Guard
+	// window is the partition freeze's window, the flags' grace period.
+	window time.Duration
 
 	mu sync.Mutex
 	// skew is how far the local clock runs ahead of the apiserver's, read
@@ -50,6 +51,10 @@ type Model struct {
 	// so that a change of the node's Ready condition meanwhile does not
 	// start the grace again.
 	graces map[string]MaintenanceGrace
+	// version counts the changes whose state Affected took.
+	version uint64
+	// pending is what SetPool changed since the last look or tick.
+	pending disruption.Change
 	// untimed holds when each NoExecute taint without timeAdded was first
 	// seen, which its pods' deadlines count from.
 	untimed map[untimedKey]time.Time
@@ -60,9 +65,10 @@ type Model struct {
 // reading the node again.
 const freshFor = time.Second
 
-// New returns a model of no nodes.
+// New returns a model over a tracker and a guard of no nodes, whose freeze
+// window is window. The model owns both from then on.
 func New(tracker *health.Tracker, guard *disruption.Guard, window time.Duration) *Model {
-	return &Model{Tracker: tracker, Guard: guard, Window: window,
+	return &Model{tracker: tracker, guard: guard, window: window,
 		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time),
 		graces: make(map[string]MaintenanceGrace), untimed: make(map[untimedKey]time.Time)}
 }
@@ -172,7 +178,7 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 		freeze = ptr.To(m.shiftRecord(*freeze, m.skewNow()))
 	}
 	for _, o := range kept.Unwatched {
-		m.Guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
+		m.guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
 	for _, node := range nodes {
@@ -182,7 +188,7 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 		// since its mark, unless its maintenance holds it.
 		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, w, held, now)
 	}
-	return m.Guard.Seed(statuses, freeze, now)
+	return m.guard.Seed(statuses, freeze, now)
 }
 
 // Kept is what the cluster keeps of the disruption state for a new leader,
@@ -199,7 +205,7 @@ type Kept struct {
 // node (the outages excused, the time before this process took over), as
 // the cluster should keep them, on the apiserver's clock.
 func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
-	spans := m.Guard.Excused(now)
+	spans := m.guard.Excused(now)
 	d := m.skewNow()
 	for i := range spans {
 		spans[i].From, spans[i].To = spans[i].From.Add(-d), spans[i].To.Add(-d)
@@ -210,7 +216,7 @@ func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
 // FreezeRecord returns the partition freeze as the cluster should keep it,
 // on the apiserver's clock, and whether one holds.
 func (m *Model) FreezeRecord() (disruption.Record, bool) {
-	r, ok := m.Guard.FreezeRecord()
+	r, ok := m.guard.FreezeRecord()
 	if !ok {
 		return r, false
 	}
@@ -230,24 +236,24 @@ func (m *Model) shiftRecord(r disruption.Record, d time.Duration) disruption.Rec
 }
 
 // Seeded reports whether Seed has run.
-func (m *Model) Seeded() bool { return m.Guard.Seeded() }
+func (m *Model) Seeded() bool { return m.guard.Seeded() }
 
 // Look decides what a look at a node calls for, and records what it learnt.
 func (m *Model) Look(in Input) Decision {
 	node, now := in.Node, in.Now
 	d := Decision{Pool: in.Settings.Pool}
-	d.Change = m.Guard.SetBlind(in.Blind, now)
-	obs := m.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, in.Lease), now)
+	d.Change = merge(m.takePending(), m.guard.SetBlind(in.Blind, now))
+	obs := m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, in.Lease), now)
 	d.First = obs.First
 	v := health.Judge(node, obs.LastHeartbeat, in.Settings.Grace, now)
 	d.Verdict = v
-	if v.Expired && !m.Guard.Silent(node.Name) {
+	if v.Expired && !m.guard.Silent(node.Name) {
 		// The node has just gone silent: see how many others are fading
 		// with it before anything destructive is done to it.
 		d.Change = merge(d.Change, m.Tick(now, in.Blind))
 	}
 	m.seenTaint(node)
-	heardAt := m.Tracker.HeardAt(node.Name)
+	heardAt := m.tracker.HeardAt(node.Name)
 	heard := !heardAt.IsZero()
 	d.Maintenance, d.InMaintenance = m.maintenance(node, in.Settings, now)
 	counted := v
@@ -257,12 +263,12 @@ func (m *Model) Look(in Input) Decision {
 		// count towards a freeze or a breaker. Its mark waits too.
 		counted.Expired = false
 	}
-	d.Change = merge(d.Change, m.Guard.Update(node.Name, m.status(node, counted, in.Settings.Pool, heardAt, d.Maintenance, d.InMaintenance, now), now))
+	d.Change = merge(d.Change, m.guard.Update(node.Name, m.status(node, counted, in.Settings.Pool, heardAt, d.Maintenance, d.InMaintenance, now), now))
 	if counted.Expired {
 		if _, changed := health.MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(now)); changed {
 			// The node waits for no taint until it is marked: a mark
 			// that keeps failing must not hold its zone's queue.
-			m.Guard.CancelTaint(node.Name)
+			m.guard.CancelTaint(node.Name)
 			d.Mark = true
 			return d
 		}
@@ -295,7 +301,7 @@ func (m *Model) Look(in Input) Decision {
 		// A verdict the apiserver's absence blurred is not recorded: the
 		// node stays overdue, and the resync looks at it again once the
 		// outage is excused.
-		d.Previous, d.Recorded = m.Tracker.Judged(node.Name, v), true
+		d.Previous, d.Recorded = m.tracker.Judged(node.Name, v), true
 	}
 	return d
 }
@@ -316,11 +322,11 @@ func (m *Model) noExecute(node *corev1.Node, want string, alive bool, stamp, now
 		return w
 	}
 	if want == "" {
-		m.Guard.CancelTaint(node.Name)
+		m.guard.CancelTaint(node.Name)
 		return done(setNoExecute(base, "", stamp)), "", "", time.Time{}
 	}
-	if why := m.Guard.Hold(node.Name); why != "" {
-		m.Guard.CancelTaint(node.Name)
+	if why := m.guard.Hold(node.Name); why != "" {
+		m.guard.CancelTaint(node.Name)
 		return done(pauseNoExecute(base, stamp)), why, "", time.Time{}
 	}
 	other := corev1.TaintNodeUnreachable
@@ -329,14 +335,14 @@ func (m *Model) noExecute(node *corev1.Node, want string, alive bool, stamp, now
 	}
 	if HasNoExecute(base, want) || HasNoExecute(base, other) {
 		// Kept, or swapped at once: one failure, one countdown.
-		m.Guard.CancelTaint(node.Name)
+		m.guard.CancelTaint(node.Name)
 		return done(setNoExecute(base, want, stamp)), "", "", time.Time{}
 	}
 	if alive {
-		m.Guard.CancelTaint(node.Name)
+		m.guard.CancelTaint(node.Name)
 		return done(nil), "", WaitingStatus, time.Time{}
 	}
-	ok, wait, why := m.Guard.TakeTaint(node.Name, now)
+	ok, wait, why := m.guard.TakeTaint(node.Name, now)
 	if !ok {
 		if wait >= 0 {
 			retry = now.Add(max(wait, time.Millisecond))
@@ -355,7 +361,7 @@ func (m *Model) TaintFailed(name string, w *TaintWrite) []string {
 	if w == nil || !w.Took {
 		return nil
 	}
-	return m.Guard.ReturnTaint(name)
+	return m.guard.ReturnTaint(name)
 }
 
 // Confirm judges a node again from what a live read shows, just before it
@@ -363,7 +369,7 @@ func (m *Model) TaintFailed(name string, w *TaintWrite) []string {
 // the read was in flight, moves the deadline. It reports whether the node is
 // still silent, with the verdict that stands.
 func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace health.Grace, now time.Time) (health.Verdict, bool) {
-	obs := m.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	obs := m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
 	v := health.Judge(node, obs.LastHeartbeat, grace, now)
 	silent := !obs.Renewed && v.Expired
 	if silent {
@@ -382,7 +388,7 @@ func (m *Model) MarksPods(node *corev1.Node) bool {
 	if WantedNoExecute(node) != corev1.TaintNodeUnreachable {
 		return false
 	}
-	ok, _ := m.Guard.PodMarkingAllowedFor(node.Name)
+	ok, _ := m.guard.PodMarkingAllowedFor(node.Name)
 	return ok
 }
 
@@ -393,7 +399,7 @@ func (m *Model) Fresh(name string, now time.Time) bool {
 	m.mu.Lock()
 	at, ok := m.confirmed[name]
 	m.mu.Unlock()
-	return ok && now.Sub(at) < freshFor && m.Tracker.HeardAt(name).Before(at)
+	return ok && now.Sub(at) < freshFor && m.tracker.HeardAt(name).Before(at)
 }
 
 // HeardLive reports whether the node's Lease, read live, or what the
@@ -403,11 +409,11 @@ func (m *Model) Fresh(name string, now time.Time) bool {
 // node that came back while the watch lagged are not evicted in the moment
 // before its heartbeats arrive. A node not looked at yet is not judged here.
 func (m *Model) HeardLive(node *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
-	if !m.Tracker.Tracked(node.Name, node.UID) {
+	if !m.tracker.Tracked(node.Name, node.UID) {
 		return false
 	}
-	m.Tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
-	heard := m.Tracker.HeardAt(node.Name)
+	m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	heard := m.tracker.HeardAt(node.Name)
 	return !heard.IsZero() && now.Sub(heard) < grace
 }
 
@@ -445,12 +451,12 @@ func (m *Model) Silent(live *corev1.Node, lease *coordinationv1.Lease, grace tim
 // nothing is re-evaluated: no heartbeat could be seen, and the time will be
 // excused from every node's silence once it answers.
 func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
-	c := m.Guard.SetBlind(blind, now)
+	c := merge(m.takePending(), m.guard.SetBlind(blind, now))
 	if blind {
 		return c
 	}
-	q := m.Tracker.Quiet(now, m.Window)
-	return merge(c, m.Guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now))
+	q := m.tracker.Quiet(now, m.window)
+	return merge(c, m.guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now))
 }
 
 // Excuse takes a span during which the controller could not reach the
@@ -458,8 +464,8 @@ func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
 // window: the kubelets' heartbeats could not be written, or not be seen, so
 // the span says nothing of the nodes.
 func (m *Model) Excuse(from, to, now time.Time) {
-	m.Tracker.Excuse(from, to)
-	m.Guard.Excuse(from, to, now)
+	m.tracker.Excuse(from, to)
+	m.guard.Excuse(from, to, now)
 }
 
 // Unwatched takes a span no leader watched the cluster (this process took
@@ -470,7 +476,7 @@ func (m *Model) Excuse(from, to, now time.Time) {
 // nodes' heartbeats, which the apiserver took all along: no node's silence
 // is excused.
 func (m *Model) Unwatched(from, to, now time.Time) {
-	m.Guard.Excuse(from, to, now)
+	m.guard.Excuse(from, to, now)
 }
 
 // Forgotten is what the model knew of a node it forgot.
@@ -484,7 +490,7 @@ type Forgotten struct {
 // Remove forgets a node that no longer exists, and returns what the guard
 // changed and what the tracker knew of it.
 func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten) {
-	c := m.Guard.Remove(name, now)
+	c := m.guard.Remove(name, now)
 	m.mu.Lock()
 	delete(m.pods, name)
 	delete(m.tainted, name)
@@ -496,7 +502,7 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 		}
 	}
 	m.mu.Unlock()
-	uid, state, ok := m.Tracker.Forget(name)
+	uid, state, ok := m.tracker.Forget(name)
 	return c, Forgotten{Known: ok, UID: uid, State: state}
 }
 
@@ -504,7 +510,7 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 // model wants of them (Stray): those not judged healthy, and those last seen
 // with a lifecycle NoExecute taint. In a healthy cluster, a handful.
 func (m *Model) Candidates() []string {
-	names := m.Tracker.NotHealthy()
+	names := m.tracker.NotHealthy()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name := range m.tainted {
@@ -528,7 +534,7 @@ func (m *Model) Stray(node *corev1.Node, s policy.Settings, now time.Time) bool 
 	if want == "" {
 		return lifecycleNoExecute(node) != nil
 	}
-	if m.Guard.InMaintenance(node.Name) {
+	if m.guard.InMaintenance(node.Name) {
 		// Its grace ending changes what the guard counts, whatever else
 		// holds the node, and whether its taint is on (a hold whose
 		// removal failed) or off.
@@ -539,7 +545,7 @@ func (m *Model) Stray(node *corev1.Node, s policy.Settings, now time.Time) bool 
 	if HasNoExecute(node, want) {
 		return false
 	}
-	return m.Guard.Hold(node.Name) == "" && !m.Guard.Waiting(node.Name)
+	return m.guard.Hold(node.Name) == "" && !m.guard.Waiting(node.Name)
 }
 
 // seenTaint records whether the node carries a lifecycle NoExecute taint.

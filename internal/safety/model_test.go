@@ -67,7 +67,7 @@ func beat(m *Model, at time.Time, nodes ...*corev1.Node) {
 	for _, n := range nodes {
 		n = n.DeepCopy()
 		health.ReadyCondition(n).LastHeartbeatTime = metav1.NewTime(at)
-		m.Tracker.HeardNode(n, at)
+		m.tracker.HeardNode(n, at)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestReadyNodesInMaintenanceCountAsReady(t *testing.T) {
 	for i := range 3 {
 		ds = append(ds, look(m, node(fmt.Sprint("n-", i), corev1.ConditionUnknown, marked), marked))
 	}
-	if z := m.Guard.Zone(disruption.ZoneID{Zone: "/z"}); z.State != disruption.ZoneNormal || z.Ready != 7 || z.NotReady != 3 {
+	if z := m.guard.Zone(disruption.ZoneID{Zone: "/z"}); z.State != disruption.ZoneNormal || z.Ready != 7 || z.NotReady != 3 {
 		t.Fatalf("zone = %+v, want Normal with 7 Ready and 3 not", z)
 	}
 	for i, d := range ds {
@@ -213,7 +213,7 @@ func TestOutagesKeptOnTheAPIServersClock(t *testing.T) {
 	m := newModel()
 	now := alive.Add(40 * time.Second)
 	m.Seed(nil, func(*corev1.Node) policy.Settings { return settings }, Kept{Unwatched: spans}, now.Add(-behind), now)
-	if got := m.Guard.Excused(now.Add(-behind)); len(got) != 1 || !got[0].From.Equal(alive.Add(-behind)) {
+	if got := m.guard.Excused(now.Add(-behind)); len(got) != 1 || !got[0].From.Equal(alive.Add(-behind)) {
 		t.Fatalf("the new leader excuses %v, want the outage on its own clock", got)
 	}
 

@@ -13,10 +13,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/sight"
@@ -42,8 +42,8 @@ type APIClock interface {
 	Stamp() time.Time
 }
 
-// Reconciler judges one node per call and acts on the verdict.
-type Reconciler struct {
+// Deps are what the node health controller works with.
+type Deps struct {
 	// Client reads from the manager's cache and writes to the apiserver.
 	// SetupWithManager has it read back its own Node writes until the
 	// cache shows them (package readback). What it and APIReader send is
@@ -60,8 +60,12 @@ type Reconciler struct {
 	// Pods is where the pods of a node are read and heard of; nil means
 	// every pod in the cache Client reads, indexed by node (index.Register).
 	Pods podscope.Pods
-	// Clock times heartbeats and deadlines.
-	Clock clock.PassiveClock
+	// Clock times heartbeats, deadlines and the nodes' wakes.
+	Clock clock.WithTicker
+	// Model is the safety model that decides every look: it owns the
+	// heartbeats heard and the disruption state. The pod eviction
+	// controller and the NodeHealthPolicy source and status share it.
+	Model *safety.Model
 	// APIClock, when set, tells the apiserver's time (internal/apiclock):
 	// the NoExecute taints' timeAdded and the marks' lastTransitionTime are
 	// written by it, and marks read by it, so that a replica whose clock
@@ -75,8 +79,6 @@ type Reconciler struct {
 	// a metric, a log line). Empty turns that off, as for a dry run, which
 	// runs beside another writer on purpose.
 	FieldManager string
-	// Tracker remembers heartbeats between calls.
-	Tracker *health.Tracker
 	// Grace holds the grace periods of nodes no policy selects; the
 	// partition freeze measures its window in Grace.Monitor.
 	Grace health.Grace
@@ -86,14 +88,13 @@ type Reconciler struct {
 	// Policies gives each node its pool's settings; nil means every node
 	// follows Grace and the guard's own settings.
 	Policies policy.Source
-	// Guard decides when NoExecute taints may be added and whether
-	// destructive work is allowed at all.
-	Guard *disruption.Guard
-	// Unled, when set, tells the span no leader watched before this
-	// process took the leader election Lease from another (Sight.Unled in
-	// package internal/controllers); it is excused, as an outage is, before
-	// the first look.
-	Unled func() (from, to time.Time, ok bool)
+	// Takeover, when set, tells the span no leader watched before this
+	// process took the leader election Lease from another
+	// (leadergate.Gate); it is excused, as an outage is, before the first
+	// look.
+	Takeover interface {
+		Unled() (from, to time.Time, ok bool)
+	}
 	// Sight, when set, tells whether the apiserver is out of the
 	// controller's reach: no node is marked until it answers again, even
 	// from an answer to a request sent before it went away.
@@ -102,7 +103,11 @@ type Reconciler struct {
 	// sends: a request stuck on a dead connection fails and is retried
 	// instead of holding a worker for good. 0 means none.
 	ReconcileTimeout time.Duration
+}
 
+// Reconciler judges one node per call and acts on the verdict.
+type Reconciler struct {
+	d Deps
 	// wakes schedules each node's next look (wake.go).
 	wakes *wakes
 	// podMarks marks the pods of silent nodes NotReady on workers of its
@@ -118,28 +123,36 @@ type Reconciler struct {
 	// are not announced as registered.
 	started time.Time
 
+	// zones publishes the zones' gauges in the order of their states.
+	zones zoneGauges
 	// freeze keeps the partition freeze in the cluster (freeze.go).
 	freeze freezeKeeper
-	// exec carries the decisions of the safety model over Tracker and
-	// Guard out; execOnce builds it.
-	exec     *act.Executor
-	execOnce sync.Once
+	// exec carries the model's decisions out.
+	exec *act.Executor
 	// seedMu makes the first reconciles wait while one seeds the guard.
 	seedMu sync.Mutex
 }
 
-// Executor returns the executor of the safety model that decides every
-// look, over Tracker and Guard: the pod eviction controller carries out the
-// same model's decisions on which pods go.
-func (r *Reconciler) Executor() *act.Executor {
-	r.execOnce.Do(func() {
-		r.exec = act.New(safety.New(r.Tracker, r.Guard, r.Grace.Monitor), podWorkers)
-	})
-	return r.exec
+// New returns the node health reconciler. Its Client reads its own Node
+// writes back until the cache shows them (package readback): the look a
+// write queues must see the write, a mark then its taints each worked from
+// what the last returned, not from the cache's older copy, which would
+// repeat the live reads and be refused.
+func New(d Deps) *Reconciler {
+	d.Client = readback.New[corev1.Node](d.Client)
+	r := &Reconciler{d: d, started: d.Clock.Now(), exec: act.New(d.Model, podWorkers)}
+	r.wakes = newWakes(d.Clock, d.Model.Deadline)
+	r.podMarks = newPodMarks(r)
+	return r
 }
 
+// Executor returns the executor of the safety model's decisions: the pod
+// eviction controller carries out the same model's decisions on which pods
+// go.
+func (r *Reconciler) Executor() *act.Executor { return r.exec }
+
 // model returns the safety model that decides every look.
-func (r *Reconciler) model() *safety.Model { return r.Executor().Model() }
+func (r *Reconciler) model() *safety.Model { return r.d.Model }
 
 // Reconcile looks at a node: the safety model decides, from the node, its
 // Lease and the time, what the look calls for, and the reconcile carries it
@@ -147,20 +160,20 @@ func (r *Reconciler) model() *safety.Model { return r.Executor().Model() }
 // and countdown record, its pods' readiness, the events and metrics, and the
 // node's next look.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start := r.Clock.Now()
-	defer func() { updateNodeHealthDuration.Observe(r.Clock.Since(start).Seconds()) }()
+	start := r.d.Clock.Now()
+	defer func() { updateNodeHealthDuration.Observe(r.d.Clock.Since(start).Seconds()) }()
 	if err := r.seed(ctx, start); err != nil {
 		return ctrl.Result{}, err
 	}
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+	if err := r.d.Client.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(ctx, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get node %q: %w", req.Name, err)
 	}
-	lease, err := getLease(ctx, r.Client, node.Name)
+	lease, err := getLease(ctx, r.d.Client, node.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -175,17 +188,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if out.Decision.MarkPods && out.Mark == nil {
-		return ctrl.Result{}, r.queuePods(ctx, out.Node)
+		// On workers of their own (podmarks.go).
+		r.podMarks.add(node.Name)
 	}
 	return ctrl.Result{}, nil
 }
 
 // blind reports whether the apiserver is out of the controller's reach.
 func (r *Reconciler) blind() bool {
-	if r.Sight == nil {
+	if r.d.Sight == nil {
 		return false
 	}
-	blind, _ := r.Sight.Blind()
+	blind, _ := r.d.Sight.Blind()
 	return blind
 }
 
@@ -194,7 +208,7 @@ func (r *Reconciler) blind() bool {
 // written, or not be seen, so the span says nothing of the nodes. Each
 // node's deadline moves on by as much of the span as it had been silent.
 func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
-	r.model().Excuse(o.From, o.To, r.Clock.Now())
+	r.model().Excuse(o.From, o.To, r.d.Clock.Now())
 	// Kept in the cluster for a new leader, which did not see it: written
 	// by the resync, which runs on the leader alone (this runs on every
 	// replica).
@@ -215,7 +229,7 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	list := &corev1.NodeList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.d.Client.List(ctx, list); err != nil {
 		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
 	}
 	nodes := make([]*corev1.Node, len(list.Items))
@@ -230,8 +244,8 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if r.Unled != nil {
-		if from, to, ok := r.Unled(); ok {
+	if r.d.Takeover != nil {
+		if from, to, ok := r.d.Takeover.Unled(); ok {
 			// No node could be marked while no leader watched: the nodes
 			// the old leader marked and those this one sees go quiet may
 			// have gone silent together. Kept in the cluster too, for the
@@ -250,28 +264,28 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 // apiNow returns the latest time the apiserver's clock has surely reached,
 // given the local now.
 func (r *Reconciler) apiNow(now time.Time) time.Time {
-	if r.APIClock == nil {
+	if r.d.APIClock == nil {
 		return now
 	}
-	return r.APIClock.Now()
+	return r.d.APIClock.Now()
 }
 
 // stamp returns the time to write into the API for something done now: one
 // the apiserver's clock has surely not reached, so that a countdown read
 // from it never ends early.
 func (r *Reconciler) stamp(now time.Time) time.Time {
-	if r.APIClock == nil {
+	if r.d.APIClock == nil {
 		return now
 	}
-	return r.APIClock.Stamp()
+	return r.d.APIClock.Stamp()
 }
 
 // settings returns the settings of the node's pool.
 func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Settings {
-	if r.Policies == nil {
-		return policy.Settings{Grace: r.Grace, MaintenanceGrace: r.MaintenanceGrace}
+	if r.d.Policies == nil {
+		return policy.Settings{Grace: r.d.Grace, MaintenanceGrace: r.d.MaintenanceGrace}
 	}
-	return r.Policies.For(ctx, node)
+	return r.d.Policies.For(ctx, node)
 }
 
 // tick lets the guard re-evaluate what changes with time: the nodes going
@@ -288,7 +302,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	// The guard may count a node the tracker never saw: one seeded at
 	// start and deleted before its first reconcile. It must not stay
 	// counted as a ghost, Ready or not, in its zone.
-	now := r.Clock.Now()
+	now := r.d.Clock.Now()
 	c, gone := r.model().Remove(name, now)
 	r.guardChanged(ctx, c, now)
 	r.forgetMaintenance(name)

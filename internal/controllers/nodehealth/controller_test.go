@@ -29,6 +29,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
 
@@ -63,6 +64,12 @@ type fixture struct {
 	clock  *clocktesting.FakeClock
 	events *events.FakeRecorder
 	cached client.Client
+	// tracker and guard are the model's parts, for the tests to set up
+	// and read what no look shows.
+	tracker *health.Tracker
+	guard   *disruption.Guard
+	// holdPods leaves the nodes queued for their pods' turn to the test.
+	holdPods bool
 }
 
 // newFixture builds a reconciler whose cache and live reads may disagree:
@@ -79,11 +86,13 @@ func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs 
 	if live == nil {
 		live = c
 	}
-	f := &fixture{clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(20), cached: c}
-	f.r = &Reconciler{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events,
-		Tracker: health.NewTracker(), Grace: grace,
-		Guard: disruption.NewGuard(disruption.Config{Rates: disruption.Rates{Normal: 0.1}, UnhealthyZoneThreshold: 0.55})}
-	f.r.wakes = newWakes(f.clock, f.r.Tracker.Deadline)
+	f := &fixture{clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(20), cached: c,
+		tracker: health.NewTracker(),
+		guard:   disruption.NewGuard(disruption.Config{Rates: disruption.Rates{Normal: 0.1}, UnhealthyZoneThreshold: 0.55})}
+	f.r = New(Deps{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events, Grace: grace,
+		Model: safety.New(f.tracker, f.guard, grace.Monitor)})
+	// Started at no time: every node is announced as registered.
+	f.r.started = time.Time{}
 	return f
 }
 
@@ -116,12 +125,27 @@ func (f *fixture) reconcileNode(t *testing.T, req ctrl.Request) ctrl.Result {
 			t.Fatalf("reconcile: %v", err)
 		}
 	}
+	f.markPods(t)
 	if at, ok := f.r.wakes.when(req.Name); ok {
 		if d := at.Sub(f.clock.Now()); res.RequeueAfter == 0 || d < res.RequeueAfter {
 			res.RequeueAfter = d
 		}
 	}
 	return res
+}
+
+// markPods gives the pods' workers their turn at the nodes the looks
+// queued, as they would take them.
+func (f *fixture) markPods(t *testing.T) {
+	t.Helper()
+	for !f.holdPods && f.r.podMarks.queue.Len() > 0 {
+		name, _ := f.r.podMarks.queue.Get()
+		err := f.r.podMarks.mark(context.Background(), name)
+		f.r.podMarks.queue.Done(name)
+		if err != nil {
+			t.Fatalf("mark the pods of %s: %v", name, err)
+		}
+	}
 }
 
 func (f *fixture) node(t *testing.T) *corev1.Node {
@@ -271,7 +295,7 @@ func TestADeletedNodeIsForgotten(t *testing.T) {
 	}
 	f.drainEvents()
 	f.reconcile(t)
-	if f.r.Tracker.Len() != 0 {
+	if f.tracker.Len() != 0 {
 		t.Fatal("deleted node still tracked")
 	}
 	if evs := f.drainEvents(); len(evs) != 1 || !strings.Contains(evs[0], ReasonRemovingNode) {
@@ -298,7 +322,7 @@ func TestNodeDeletedBeforeItsMark(t *testing.T) {
 	if res := f.reconcile(t); res.RequeueAfter != 0 {
 		t.Fatalf("RequeueAfter = %v", res.RequeueAfter)
 	}
-	if f.r.Tracker.Len() != 0 {
+	if f.tracker.Len() != 0 {
 		t.Fatal("node gone from the apiserver still tracked")
 	}
 }
@@ -386,7 +410,7 @@ func TestAStatusHeartbeatOfAHealthyNodeIsHeardNotQueued(t *testing.T) {
 		if got := queued(t, f, old, n); got != 0 {
 			t.Errorf("queued %d for a healthy node's heartbeat, want 0", got)
 		}
-		if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
+		if d, _ := f.r.d.Model.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
 			t.Errorf("deadline %v, want %v: the heartbeat was not heard", d, f.clock.Now().Add(grace.Monitor))
 		}
 	})
@@ -545,13 +569,13 @@ func TestTheLookAfterAMarkReadsTheMark(t *testing.T) {
 		},
 	})
 	var reads []string
-	f.r.APIReader = interceptor.NewClient(store, interceptor.Funcs{
+	f.r.d.APIReader = interceptor.NewClient(store, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			reads = append(reads, fmt.Sprintf("%T", obj))
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	f.r.Client = readback.New[corev1.Node](lagging)
+	f.r.d.Client = readback.New[corev1.Node](lagging)
 
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)
@@ -593,7 +617,7 @@ func TestAFailedWriteKeepsTheLooksWake(t *testing.T) {
 			return denied
 		},
 	})
-	f.r.MaintenanceGrace = time.Hour
+	f.r.d.MaintenanceGrace = time.Hour
 	if _, err := f.r.Reconcile(context.Background(), req); err == nil {
 		t.Fatal("the hold's write was denied, yet the reconcile reports no error")
 	}

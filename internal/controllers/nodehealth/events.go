@@ -48,14 +48,14 @@ func registeredSince(node *corev1.Node, start time.Time) bool {
 // 5,000 nodes, writing them all takes minutes at 20 requests a second, and
 // the events that matter queue behind them.
 func (r *Reconciler) eventRegistered(node *corev1.Node) {
-	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonRegisteredNode, actionRegister,
+	r.d.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonRegisteredNode, actionRegister,
 		"Node %s event: Registered Node %s in Controller", node.Name, node.Name)
 }
 
 func (r *Reconciler) eventRemoving(name string, uid types.UID) {
 	ref := &corev1.Node{}
 	ref.Name, ref.UID = name, uid
-	r.Recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonRemovingNode, actionRemove,
+	r.d.Recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonRemovingNode, actionRemove,
 		"Node %s event: Removing Node %s from Controller", name, name)
 }
 
@@ -64,7 +64,7 @@ func (r *Reconciler) eventRemoving(name string, uid types.UID) {
 // kube-controller-manager does: a node already NotReady reported that
 // itself, and a node never ready has no readiness to lose.
 func (r *Reconciler) eventNotReady(node *corev1.Node) {
-	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonNodeNotReady, actionMarkUnreachable,
+	r.d.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonNodeNotReady, actionMarkUnreachable,
 		"Node %s status is now: NodeNotReady", node.Name)
 }
 
@@ -78,11 +78,11 @@ func freezeSubject() *corev1.Namespace {
 
 func (r *Reconciler) eventFreeze(frozen bool, silent, total int) {
 	if frozen {
-		r.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeWarning, ReasonPartitionFreeze, actionFreeze,
+		r.d.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeWarning, ReasonPartitionFreeze, actionFreeze,
 			"%d of %d nodes lost their heartbeats within one grace period: NoExecute tainting, "+
 				"pod NotReady marking and eviction are frozen", silent, total)
 		return
 	}
-	r.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeNormal, ReasonPartitionFreezeEnded, actionFreeze,
+	r.d.Recorder.Eventf(freezeSubject(), nil, corev1.EventTypeNormal, ReasonPartitionFreezeEnded, actionFreeze,
 		"Heartbeats are back (%d of %d nodes silent): the partition freeze has ended", silent, total)
 }

@@ -83,7 +83,7 @@ func (f *foreignSeen) forget(node string) {
 // concern. It reads what the cache kept of the managed fields
 // (controllers.StripUnread), and costs nothing for a node not in trouble.
 func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node) {
-	if r.FieldManager == "" || len(node.ManagedFields) == 0 || !owners.InTrouble(node) {
+	if r.d.FieldManager == "" || len(node.ManagedFields) == 0 || !owners.InTrouble(node) {
 		return
 	}
 	unknown := false
@@ -93,7 +93,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 	// Managed fields carry whole seconds.
 	since := r.started.Truncate(time.Second)
 	for _, e := range owners.Of(node.ManagedFields) {
-		if e.Manager == r.FieldManager || e.Time.Time.Before(since) {
+		if e.Manager == r.d.FieldManager || e.Time.Time.Before(since) {
 			continue
 		}
 		for _, what := range e.Holds {
@@ -110,7 +110,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 			text := foreignText(e.Manager, what)
 			ctrl.LoggerFrom(ctx).Error(nil, "Another controller writes this node's lifecycle state; two controllers decide its taints and evictions",
 				"manager", e.Manager, "write", string(what), "at", e.Time.Time)
-			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonForeignLifecycleWriter, actionNoticeWriter, "%s", text)
+			r.d.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonForeignLifecycleWriter, actionNoticeWriter, "%s", text)
 		}
 	}
 }

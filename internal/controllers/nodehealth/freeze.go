@@ -63,7 +63,7 @@ func (k *freezeKeeper) kicked() chan struct{} {
 func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
 	var kept safety.Kept
 	ns := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: LeaseNamespace}, ns); err != nil {
+	if err := r.d.APIReader.Get(ctx, client.ObjectKey{Name: LeaseNamespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return kept, nil
 		}
@@ -106,7 +106,7 @@ func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
 	ns := &corev1.Namespace{}
 	ns.Name = LeaseNamespace
 	// A merge patch of the two annotations, which null removes.
-	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, freezePatch(r.model(), r.Clock.Now()))); err != nil {
+	if err := r.d.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, freezePatch(r.model(), r.d.Clock.Now()))); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Could not keep the partition freeze in the cluster; trying again at the next resync",
 			"Namespace", LeaseNamespace)
 		return

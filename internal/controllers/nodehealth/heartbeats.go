@@ -159,7 +159,7 @@ func (r *Reconciler) hearLease(lease *coordinationv1.Lease) bool {
 	if lease.Namespace != LeaseNamespace {
 		return true
 	}
-	return r.Tracker.HeardLease(lease.Name, lease, r.Clock.Now()) != health.OnTime
+	return r.d.Model.HeardLease(lease.Name, lease, r.d.Clock.Now()) != health.OnTime
 }
 
 // hearNode records a Node's status heartbeat as soon as it arrives, and
@@ -168,5 +168,5 @@ func (r *Reconciler) hearLease(lease *coordinationv1.Lease) bool {
 // at its old deadline. The other
 // Node changes that matter are queued by the controller's For.
 func (r *Reconciler) hearNode(node *corev1.Node) bool {
-	return r.Tracker.HeardNode(node, r.Clock.Now()) == health.NeedsLook
+	return r.d.Model.HeardNode(node, r.d.Clock.Now()) == health.NeedsLook
 }

@@ -50,7 +50,7 @@ func TestLeaseHeartbeats(t *testing.T) {
 	if got := drain(q); len(got) != 0 {
 		t.Errorf("a healthy node's renewal queued %v, want nothing", got)
 	}
-	if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
+	if d, _ := f.r.d.Model.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
 		t.Errorf("deadline %v after the renewal, want %v", d, f.clock.Now().Add(grace.Monitor))
 	}
 
@@ -62,7 +62,7 @@ func TestLeaseHeartbeats(t *testing.T) {
 		t.Error("a relabelled Lease is taken for a heartbeat")
 	}
 	h.OnUpdate(nodeLease(renewed), relabelled)
-	if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(renewed.Add(grace.Monitor)) {
+	if d, _ := f.r.d.Model.Deadline("n1"); !d.Equal(renewed.Add(grace.Monitor)) {
 		t.Errorf("deadline %v after an update that renews nothing, want %v", d, renewed.Add(grace.Monitor))
 	}
 
@@ -102,7 +102,7 @@ func TestNodeHeartbeatsLeaveAdditionsToFor(t *testing.T) {
 	if got := drain(q); len(got) != 0 {
 		t.Errorf("queued %v, want nothing", got)
 	}
-	if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
+	if d, _ := f.r.d.Model.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
 		t.Errorf("deadline %v, want %v: the added Node's heartbeat was not heard", d, f.clock.Now().Add(grace.Monitor))
 	}
 }
@@ -142,7 +142,7 @@ func TestHeartbeatSourceWaitsForTheFirstList(t *testing.T) {
 
 	f.clock.Step(10 * time.Second)
 	informer.Update(nodeLease(t0), nodeLease(f.clock.Now()))
-	if d, _ := f.r.Tracker.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
+	if d, _ := f.r.d.Model.Deadline("n1"); !d.Equal(f.clock.Now().Add(grace.Monitor)) {
 		t.Errorf("deadline %v, want %v: the renewal was not heard through the source", d, f.clock.Now().Add(grace.Monitor))
 	}
 	informer.Delete(nodeLease(f.clock.Now()))

@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node
 	case held && want != "":
 		log.Info("NoExecute taint held while the node is in maintenance",
 			"condition", m.Condition, "since", m.Since, "until", m.Until)
-		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonMaintenanceHold, actionHoldForMaintenance,
+		r.d.Recorder.Eventf(node, nil, corev1.EventTypeNormal, ReasonMaintenanceHold, actionHoldForMaintenance,
 			"Node %s is in maintenance (%s%s): its NoExecute taint and evictions are held until %s",
 			node.Name, m.Condition, sinceText(m.Since), m.Until.UTC().Format(time.RFC3339))
 	case want == "":
@@ -71,12 +71,12 @@ func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node
 	case m.In():
 		log.Info("Maintenance grace ran out; the node is handled as any other",
 			"condition", m.Condition, "since", m.Since, "until", m.Until)
-		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonMaintenanceHoldEnded, actionHoldForMaintenance,
+		r.d.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonMaintenanceHoldEnded, actionHoldForMaintenance,
 			"Node %s is still %s%s, and its maintenance grace ran out at %s: it is tainted NoExecute and its pods evicted as any %s node's",
 			node.Name, m.Condition, sinceText(m.Since), m.Until.UTC().Format(time.RFC3339), unhealthyWord(want))
 	default:
 		log.Info("Maintenance is over and the node is not back; the node is handled as any other")
-		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonMaintenanceHoldEnded, actionHoldForMaintenance,
+		r.d.Recorder.Eventf(node, nil, corev1.EventTypeWarning, ReasonMaintenanceHoldEnded, actionHoldForMaintenance,
 			"Node %s is no longer in maintenance and is not back: it is tainted NoExecute and its pods evicted as any %s node's, from now",
 			node.Name, unhealthyWord(want))
 	}

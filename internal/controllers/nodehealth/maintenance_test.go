@@ -38,7 +38,7 @@ func TestMaintenanceHoldsTheNoExecuteTaintForItsGrace(t *testing.T) {
 	n1.Status.Conditions = append(n1.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeMaintenanceInProgress,
 		Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))})
 	f := newFixture(t, []client.Object{n1, healthyNode("n3"), readyPod("p1", "n1")}, nil, nil)
-	f.r.MaintenanceGrace = 10 * time.Minute
+	f.r.d.MaintenanceGrace = 10 * time.Minute
 	r3 := ctrl.Request{NamespacedName: client.ObjectKey{Name: "n3"}}
 	f.reconcile(t)
 	if _, err := f.r.Reconcile(context.Background(), r3); err != nil {
@@ -89,7 +89,7 @@ func TestMaintenanceHoldsTheNoExecuteTaintForItsGrace(t *testing.T) {
 // condition clears while it is still silent is tainted from that moment.
 func TestMaintenanceClearedResumesTheNormalTimeline(t *testing.T) {
 	f := newFixture(t, []client.Object{readyNode(), healthyNode("n3")}, nil, nil)
-	f.r.MaintenanceGrace = time.Hour
+	f.r.d.MaintenanceGrace = time.Hour
 	f.reconcile(t)
 	if _, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "n3"}}); err != nil {
 		t.Fatal(err)

@@ -89,13 +89,16 @@ func init() { metrics.Registry.MustRegister(Metrics()...) }
 // zoneLabel is a node's zone as a label value.
 func zoneLabel(node *corev1.Node) string { return disruption.ZoneKey(node) }
 
-// zoneMetricsMu orders publications of zone metrics. Each reads the guard's
-// snapshot of a zone and writes it under the lock, so the last write is of
-// the newest snapshot: a worker holding an older one cannot bring back the
+// zoneGauges orders one model's publications of zone metrics: it holds the
+// version of the state each zone was last published from, so that a worker
+// holding an older state than the last published cannot bring back the
 // series of a zone that another has just deleted.
-var zoneMetricsMu sync.Mutex
+type zoneGauges struct {
+	mu        sync.Mutex
+	published map[disruption.ZoneID]uint64
+}
 
-// publishZone brings a zone's gauges in line with the guard. A zone with no
+// publish brings a zone's gauges in line with the guard. A zone with no
 // counted node, which the guard forgets, loses its series: otherwise the
 // zone of a deleted or relabelled last node, or of a deleted pool, would stay
 // on dashboards for as long as the process runs.
@@ -104,10 +107,16 @@ var zoneMetricsMu sync.Mutex
 // the increments not yet scraped, and the last taints of a zone are often
 // added just before its nodes are deleted. Its series, one per zone and pool
 // ever tainted, go with the process.
-func publishZone(g *disruption.Guard, id disruption.ZoneID) {
-	zoneMetricsMu.Lock()
-	defer zoneMetricsMu.Unlock()
-	z := g.Zone(id)
+func (g *zoneGauges) publish(id disruption.ZoneID, z disruption.ZoneSnapshot, version uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.published[id] > version {
+		return
+	}
+	if g.published == nil {
+		g.published = make(map[disruption.ZoneID]uint64)
+	}
+	g.published[id] = version
 	size := z.Size()
 	if size == 0 {
 		deleteZoneMetrics(id)

@@ -124,7 +124,7 @@ func TestZoneSeriesGoWhenTheLastNodeMoves(t *testing.T) {
 func TestZoneSeriesGoWithTheirPool(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil, nil, nil)
-	g := f.r.Guard
+	g := f.guard
 	pooled := disruption.ZoneID{Pool: "deleted-pool", Zone: "metrics/pooled"}
 	st := disruption.NodeStatus{Pool: pooled.Pool, Zone: pooled.Zone, Ready: true}
 	f.r.guardChanged(ctx, g.SetPool(pooled.Pool, &disruption.Pool{UnhealthyZoneThreshold: 0.55}, t0), t0)

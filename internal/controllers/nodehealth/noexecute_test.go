@@ -50,8 +50,8 @@ func TestKubeletNotReadySwapsTheNoExecuteTaintAtOnce(t *testing.T) {
 	n.Status.Conditions[0].Status = corev1.ConditionFalse
 	f := newFixture(t, []client.Object{n}, nil, nil)
 	// Use up the zone's token: a swap must not need one.
-	f.r.Guard.Update("x", disruption.NodeStatus{Ready: true}, t0)
-	f.r.Guard.TakeTaint("x", t0)
+	f.guard.Update("x", disruption.NodeStatus{Ready: true}, t0)
+	f.guard.TakeTaint("x", t0)
 	f.reconcile(t)
 	got := f.node(t)
 	if !hasTaint(got, corev1.TaintNodeNotReady, corev1.TaintEffectNoExecute) || hasTaint(got, corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {
@@ -131,7 +131,7 @@ func (p *unlistedPods) Expect(node string) { p.expected = append(p.expected, nod
 func TestPodsNotListedYetWaitAndTheRestOfTheLookGoesOn(t *testing.T) {
 	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
 	pods := &unlistedPods{Cluster: podscope.Cluster{Reader: f.cached}}
-	f.r.Pods = pods
+	f.r.d.Pods = pods
 	f.reconcile(t)
 	if len(pods.expected) != 0 {
 		t.Fatalf("pods expected before the deadline: %v", pods.expected)

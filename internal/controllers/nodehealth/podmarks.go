@@ -83,13 +83,13 @@ func (p *podMarks) next(ctx context.Context) bool {
 // mark marks the node's pods NotReady if it still calls for it.
 func (p *podMarks) mark(ctx context.Context, name string) error {
 	r := p.r
-	if r.ReconcileTimeout > 0 {
+	if r.d.ReconcileTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.ReconcileTimeout)
+		ctx, cancel = context.WithTimeout(ctx, r.d.ReconcileTimeout)
 		defer cancel()
 	}
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+	if err := r.d.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("get node %q: %w", name, err))
 	}
 	return r.markPodsNotReady(ctx, node)

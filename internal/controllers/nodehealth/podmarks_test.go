@@ -25,7 +25,7 @@ func (f *fixture) podReadyOf(t *testing.T, name string) corev1.ConditionStatus {
 func silentNodeWithAPod(t *testing.T) *fixture {
 	t.Helper()
 	f := newFixture(t, []client.Object{readyNode(), readyPod("p1", "n1")}, nil, nil)
-	f.r.podMarks = newPodMarks(f.r)
+	f.holdPods = true
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)
 	f.reconcile(t)

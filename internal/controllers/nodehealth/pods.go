@@ -13,17 +13,6 @@ import (
 // podWorkers bounds how many pods of one node are written at once.
 const podWorkers = 16
 
-// queuePods has the pods of a node the look found silent marked NotReady
-// on their own workers; before SetupWithManager, as in tests that call the
-// reconciler directly, at once.
-func (r *Reconciler) queuePods(ctx context.Context, node *corev1.Node) error {
-	if r.podMarks != nil {
-		r.podMarks.add(node.Name)
-		return nil
-	}
-	return r.markPodsNotReady(ctx, node)
-}
-
 // markPodsNotReady sets Ready=False on the pods of a node the controller
 // found silent, so that Services stop sending them traffic, as the executor
 // decides (act.Executor.MarkPods): those listed later (bound since, or
@@ -43,10 +32,10 @@ func (r *Reconciler) markPodsNotReady(ctx context.Context, node *corev1.Node) er
 // pods returns where the node's pods are read: Pods, or the pods of the
 // cache Client reads, indexed by node.
 func (r *Reconciler) pods() podscope.Pods {
-	if r.Pods != nil {
-		return r.Pods
+	if r.d.Pods != nil {
+		return r.d.Pods
 	}
-	return podscope.Cluster{Reader: r.Client}
+	return podscope.Cluster{Reader: r.d.Client}
 }
 
 // podReady reports whether a pod's Ready condition is True.

@@ -20,27 +20,27 @@ import (
 // Client, which reads its own Node writes back.
 type port struct{ r *Reconciler }
 
-func (p port) Now() time.Time   { return p.r.Clock.Now() }
-func (p port) Stamp() time.Time { return p.r.stamp(p.r.Clock.Now()) }
+func (p port) Now() time.Time   { return p.r.d.Clock.Now() }
+func (p port) Stamp() time.Time { return p.r.stamp(p.r.d.Clock.Now()) }
 func (p port) Blind() bool      { return p.r.blind() }
 
 func (p port) Live(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
-	return ReadLive(ctx, p.r.APIReader, name)
+	return ReadLive(ctx, p.r.d.APIReader, name)
 }
 
 // Lease reads the Lease of a node about to be marked; its pods are needed
 // once it is, and are listed meanwhile.
 func (p port) Lease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
 	p.r.pods().Expect(name)
-	return getLease(ctx, p.r.APIReader, name)
+	return getLease(ctx, p.r.d.APIReader, name)
 }
 
 func (p port) PatchStatus(ctx context.Context, base, node *corev1.Node) error {
-	return p.r.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return p.r.d.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (p port) PatchNode(ctx context.Context, base, node *corev1.Node) error {
-	return p.r.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	return p.r.d.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
 func (p port) Wake(name string, next safety.Next) {
@@ -68,13 +68,13 @@ func (p port) MarkPod(ctx context.Context, pod *corev1.Pod, now time.Time) error
 			c.LastTransitionTime = metav1.NewTime(now)
 		}
 	}
-	if err := p.r.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
+	if err := p.r.d.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
 		if patch.Replaced(err) {
 			return nil
 		}
 		return fmt.Errorf("patch pod %s/%s status: %w", pod.Namespace, pod.Name, err)
 	}
-	p.r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNodeNotReady, actionMarkNotReady, "Node is not ready")
+	p.r.d.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNodeNotReady, actionMarkNotReady, "Node is not ready")
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/index"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
@@ -168,24 +169,18 @@ func newFleet(n int) *fleet {
 		resyncPeriod: opts.NodeMonitorPeriod,
 		nextResync:   t0.Add(opts.NodeMonitorPeriod),
 	}
-	f.r = &Reconciler{
-		Clock:    f.clock,
-		Recorder: &events.FakeRecorder{},
-		Tracker:  health.NewTracker(),
-		Grace:    defaults.Grace,
-		Guard: disruption.NewGuard(disruption.Config{
-			Rates:                  defaults.Disruption.Rates,
-			UnhealthyZoneThreshold: defaults.Disruption.UnhealthyZoneThreshold,
-			FreezeThreshold:        opts.PartitionFreezeThreshold,
-			FreezeWindow:           opts.NodeMonitorGracePeriod,
-			FreezeCooldown:         opts.FreezeCooldown(),
-		}),
-		MaintenanceGrace: defaults.MaintenanceGrace,
-		started:          t0,
-	}
+	model := safety.New(health.NewTracker(), disruption.NewGuard(disruption.Config{
+		Rates:                  defaults.Disruption.Rates,
+		UnhealthyZoneThreshold: defaults.Disruption.UnhealthyZoneThreshold,
+		FreezeThreshold:        opts.PartitionFreezeThreshold,
+		FreezeWindow:           opts.NodeMonitorGracePeriod,
+		FreezeCooldown:         opts.FreezeCooldown(),
+	}), defaults.Grace.Monitor)
+	f.r = New(Deps{Clock: f.clock, Recorder: &events.FakeRecorder{}, Grace: defaults.Grace,
+		MaintenanceGrace: defaults.MaintenanceGrace, Model: model})
 	f.r.wakes = newWakes(f.clock, func(name string) (time.Time, bool) {
 		f.woken++
-		return f.r.Tracker.Deadline(name)
+		return model.Deadline(name)
 	})
 	return f
 }
@@ -258,7 +253,7 @@ func (f *fleet) populate(ctx context.Context, b *testing.B, nodes []*corev1.Node
 		WithStatusSubresource(&corev1.Node{}, &corev1.Pod{}).WithObjects(objs...).
 		WithIndex(&corev1.Pod{}, index.PodNodeName, index.PodNodeNameFunc()).
 		WithInterceptorFuncs(interceptor.Funcs{Get: cached}).Build()
-	f.r.Client, f.r.APIReader = c, c
+	f.r.d.Client, f.r.d.APIReader = c, c
 	for i := range nodes {
 		if i > 0 {
 			f.beat++
@@ -284,7 +279,7 @@ func (f *fleet) warmUp(ctx context.Context, b *testing.B) {
 	if queued != len(f.leases) {
 		b.Fatalf("warming up queued %d nodes, want each of the %d once, when the guard decided", queued, len(f.leases))
 	}
-	f.r.Client, f.r.APIReader = nil, nil
+	f.r.d.Client, f.r.d.APIReader = nil, nil
 }
 
 // reconcile reconciles the named nodes.
@@ -318,7 +313,7 @@ func (f *fleet) renew(ctx context.Context, queued []string) []string {
 func (f *fleet) passed(ctx context.Context, now time.Time, queued []string) []string {
 	if !now.Before(f.nextResync) {
 		f.r.tick(ctx, now)
-		f.r.wakes.overdue(f.r.Tracker.Overdue(now)...)
+		f.r.wakes.overdue(f.r.d.Model.Overdue(now)...)
 		f.nextResync = f.nextResync.Add(f.resyncPeriod)
 	}
 	if next, ok := f.r.wakes.next(); ok && !next.After(now) {

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/readback"
 )
 
 // ControllerName names the controller in logs and metrics; its events come
@@ -33,31 +32,21 @@ const ControllerName = "node-lifecycle-controller"
 // Workers is how many nodes are judged at once.
 const Workers = 8
 
-// SetupWithManager registers the reconciler with mgr: it watches Nodes and
-// the Leases in kube-node-lease, and every resyncPeriod re-evaluates the
-// partition freeze and sends the nodes whose deadline passed unnoticed back
-// through the queue.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Duration, ticker clock.WithTicker) error {
-	r.started = r.Clock.Now()
-	// The look a write queues must see the write: a mark, then its taints,
-	// are each worked from what the last returned, not from the cache's
-	// older copy, which would repeat the live reads and be refused.
-	r.Client = readback.New[corev1.Node](r.Client)
-	if r.Pods == nil {
-		r.Pods = podscope.Cluster{Reader: r.Client, Cache: mgr.GetCache()}
+// Register adds the reconciler to mgr: it watches Nodes and the Leases in
+// kube-node-lease, runs the nodes' wakes and the pods' workers, and every
+// resyncPeriod re-evaluates the partition freeze and sends the nodes whose
+// deadline passed unnoticed back through the queue.
+func (r *Reconciler) Register(mgr ctrl.Manager, resyncPeriod time.Duration) error {
+	pods := r.d.Pods
+	if pods == nil {
+		pods = podscope.Cluster{Reader: r.d.Client, Cache: mgr.GetCache()}
 	}
-	r.wakes = newWakes(ticker, r.Tracker.Deadline)
-	if err := mgr.Add(r.wakes); err != nil {
-		return err
-	}
-	r.podMarks = newPodMarks(r)
-	if err := mgr.Add(r.podMarks); err != nil {
-		return err
-	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return r.resync(ctx, ticker, resyncPeriod)
-	})); err != nil {
-		return err
+	for _, run := range []manager.Runnable{r.wakes, r.podMarks, manager.RunnableFunc(func(ctx context.Context) error {
+		return r.resync(ctx, r.d.Clock, resyncPeriod)
+	})} {
+		if err := mgr.Add(run); err != nil {
+			return err
+		}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -67,14 +56,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, resyncPeriod time.Durati
 		// matter are queued by For.
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &corev1.Node{}, handler: r.nodeHeartbeats}).
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &coordinationv1.Lease{}, handler: r.leaseHeartbeats}).
-		WatchesRawSource(r.Pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
+		WatchesRawSource(pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
 		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
 		WatchesRawSource(source.Channel(r.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
 			GenericFunc: enqueueFirst})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
-	if r.Policies != nil {
+		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.d.ReconcileTimeout})
+	if r.d.Policies != nil {
 		// A policy change can move any node's deadline or pool.
-		b = b.WatchesRawSource(r.Policies.Nodes(nil))
+		b = b.WatchesRawSource(r.d.Policies.Nodes(nil))
 	}
 	return b.Complete(r)
 }
@@ -164,7 +153,7 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 			now := ticker.Now()
 			r.tick(ctx, now)
 			r.keepFreeze(ctx, false)
-			r.wakes.overdue(r.Tracker.Overdue(now)...)
+			r.wakes.overdue(r.d.Model.Overdue(now)...)
 			r.wakes.now(r.strays(ctx, now)...)
 		}
 	}
@@ -178,7 +167,7 @@ func (r *Reconciler) strays(ctx context.Context, now time.Time) []string {
 	var out []string
 	for _, name := range r.model().Candidates() {
 		node := &corev1.Node{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		if err := r.d.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 			continue
 		}
 		if r.model().Stray(node, r.settings(ctx, node), now) {

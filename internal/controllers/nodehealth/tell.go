@@ -67,7 +67,7 @@ func countdownText(c *safety.Countdown) string {
 // ApplyGuardChange acts on a change of the guard made outside a reconcile,
 // such as a pool's settings changing with its policy.
 func (r *Reconciler) ApplyGuardChange(ctx context.Context, c disruption.Change) {
-	r.guardChanged(ctx, c, r.Clock.Now())
+	r.guardChanged(ctx, c, r.d.Clock.Now())
 }
 
 // guardChanged acts on a change of the guard made by a tick, the seed or a
@@ -93,17 +93,17 @@ func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, zone := range c.Zones {
-		publishZone(r.Guard, zone)
+		r.zones.publish(zone, c.State.Zones[zone], c.Version)
 	}
 	for _, pool := range c.Held {
-		if why := r.Guard.PoolHold(pool); why != "" {
+		if why := c.State.Held[pool]; why != "" {
 			log.Info("Pool holds NoExecute taints and evictions back", "pool", pool, "reason", why)
 		} else {
 			log.Info("Pool no longer holds NoExecute taints and evictions back", "pool", pool)
 		}
 	}
 	for _, zone := range c.StateChanged {
-		log.Info("Zone changed state", "zone", zone.Zone, "pool", zone.Pool, "state", r.Guard.Zone(zone).State)
+		log.Info("Zone changed state", "zone", zone.Zone, "pool", zone.Pool, "state", c.State.Zones[zone].State)
 	}
 	switch {
 	case c.Halt && c.Halted:
@@ -113,10 +113,10 @@ func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
 	}
 	if c.Decided {
 		log.Info("Every node is known to live or to be going quiet: destructive work may begin",
-			"partitionFreeze", r.Guard.Frozen())
+			"partitionFreeze", c.State.Frozen)
 	}
 	if c.Freeze {
-		lost, total := r.Guard.LostCount(r.Clock.Now())
+		lost, total := c.Lost, c.Total
 		setFreezeMetric(c.Frozen)
 		if c.Frozen {
 			log.Info("Partition freeze: most heartbeats were lost at once", "silentNodes", lost, "nodes", total)

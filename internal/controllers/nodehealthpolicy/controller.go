@@ -46,8 +46,10 @@ type Reconciler struct {
 	Client client.Client
 	// Source holds the policies in force.
 	Source *Source
-	// Guard holds the pools' zone states and holds.
-	Guard *disruption.Guard
+	// Model holds the pools' zone states and holds.
+	Model interface {
+		Snapshot() disruption.Snapshot
+	}
 	// Clock stamps condition transitions.
 	Clock clock.PassiveClock
 	// Recorder emits events on policies.
@@ -72,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// One snapshot, so that the freeze, the halt and the pool's zones
 	// agree with each other.
-	snap := r.Guard.Snapshot()
+	snap := r.Model.Snapshot()
 	g := guardView{frozen: snap.Frozen, halted: snap.Halted, hold: snap.Held[p.Name], zones: map[string]disruption.ZoneSnapshot{}}
 	for id, z := range snap.Zones {
 		if id.Pool == p.Name && z.Size() > 0 {

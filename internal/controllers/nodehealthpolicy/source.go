@@ -35,13 +35,14 @@ type Source struct {
 	Informers cache.Informers
 	// Defaults are the settings of nodes no policy selects: the flags.
 	Defaults policy.Settings
-	// Guard gets each pool's disruption settings.
-	Guard *disruption.Guard
-	// Clock times the guard's updates.
+	// Pools gets each pool's disruption settings: the safety model, which
+	// tells what they change at its next look, and the nodes the change
+	// affects are looked at again through Nodes.
+	Pools interface {
+		SetPool(name string, p *disruption.Pool, now time.Time)
+	}
+	// Clock times the pools' updates.
 	Clock clock.PassiveClock
-	// OnGuardChange, if set, is given what refreshing the guard's pools
-	// changed, for metrics and requeues.
-	OnGuardChange func(context.Context, disruption.Change)
 
 	// refreshing guards the refreshes and what they keep: version, pools.
 	refreshing sync.Mutex
@@ -98,7 +99,7 @@ func (s *Source) refresh(ctx context.Context) (bool, []v1alpha1.NodeHealthPolicy
 	set := policy.NewSet(s.Defaults, list.Items)
 	s.set.Store(set)
 	s.version = version
-	s.syncGuard(ctx, set)
+	s.syncPools(set)
 	log := ctrl.LoggerFrom(ctx)
 	for name, err := range set.Invalid {
 		log.Error(err, "NodeHealthPolicy not in force", "NodeHealthPolicy", name)
@@ -106,30 +107,24 @@ func (s *Source) refresh(ctx context.Context) (bool, []v1alpha1.NodeHealthPolicy
 	return true, list.Items, nil
 }
 
-// syncGuard gives the guard every pool's settings and drops the pools whose
-// policy is gone.
-func (s *Source) syncGuard(ctx context.Context, set *policy.Set) {
-	if s.Guard == nil {
+// syncPools gives every pool its settings and drops the pools whose policy
+// is gone.
+func (s *Source) syncPools(set *policy.Set) {
+	if s.Pools == nil {
 		return
 	}
 	now := s.now()
 	var names []string
 	for _, p := range set.Pools() {
 		names = append(names, p.Pool)
-		s.guardChanged(ctx, s.Guard.SetPool(p.Pool, &p.Disruption, now))
+		s.Pools.SetPool(p.Pool, &p.Disruption, now)
 	}
 	for _, old := range s.pools {
 		if !slices.Contains(names, old) {
-			s.guardChanged(ctx, s.Guard.SetPool(old, nil, now))
+			s.Pools.SetPool(old, nil, now)
 		}
 	}
 	s.pools = names
-}
-
-func (s *Source) guardChanged(ctx context.Context, c disruption.Change) {
-	if s.OnGuardChange != nil && !c.Empty() {
-		s.OnGuardChange(ctx, c)
-	}
 }
 
 func (s *Source) now() time.Time {

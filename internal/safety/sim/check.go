@@ -34,6 +34,9 @@ const (
 	// InvFailover: a new leader keeps the freeze the old one held and wrote
 	// down.
 	InvFailover = "4 a failover keeps the freeze"
+	// InvHeldEviction: nothing is evicted for a node's failure from a pool
+	// its operator paused, whatever the node's taints still say.
+	InvHeldEviction = "3 a pause holds evictions"
 	// InvPodsOnce: pods are marked NotReady only when the controller finds
 	// their node silent, once per silence (and per leader).
 	InvPodsOnce = "5 pods marked once per silence"
@@ -121,9 +124,12 @@ func (o *observer) tainted(name, key string) {
 	}
 }
 
-func (o *observer) evicted(name string, uid types.UID) {
+func (o *observer) evicted(name string, uid types.UID, taint string) {
 	if o.live(name) {
 		o.fail(InvFalseEviction, "pod %s of %s evicted while the node heartbeats and reports Ready", uid, name)
+	}
+	if o.w.kubelet(name).pool == "p" && o.w.paused && eviction.IsLifecycleTaint(taint) {
+		o.fail(InvHeldEviction, "pod %s of %s evicted for its node's failure (%s) while its pool is paused", uid, name, taint)
 	}
 }
 
@@ -188,7 +194,7 @@ func (o *observer) step(cs *controllers) {
 			continue
 		}
 		ended := from.Add(w.cfg.MaintenanceGrace + w.cfg.MonitorPeriod + slack)
-		if seen && w.now.After(ended) && cs.leader.model.Guard.Hold(k.name) == disruption.HeldMaintenance {
+		if seen && w.now.After(ended) && cs.leader.model.Hold(k.name) == disruption.HeldMaintenance {
 			o.fail(InvMaintenanceOnce, "%s held for its maintenance at %s, though its grace ran from %s", k.name,
 				w.now.Sub(t0), from.Sub(t0))
 		}
@@ -209,8 +215,8 @@ func (o *observer) partition(cs *controllers) {
 	if w.cfg.FreezeThreshold <= 0 || w.down {
 		return
 	}
-	g := cs.leader.model.Guard
-	if halted := g.Halted(); halted != o.halted {
+	g := cs.leader.model.Snapshot()
+	if halted := g.Halted; halted != o.halted {
 		o.halted = halted
 		if !halted {
 			o.haltEnded = w.now
@@ -248,7 +254,7 @@ func (o *observer) partition(cs *controllers) {
 			continue
 		}
 		anchor := laterOf(seen(deaths[last]), laterOf(cs.leader.started, laterOf(w.upSince, o.haltEnded)))
-		if w.now.After(anchor.Add(w.cfg.Grace+2*w.cfg.MonitorPeriod+w.cfg.Step)) && !g.Frozen() {
+		if w.now.After(anchor.Add(w.cfg.Grace+2*w.cfg.MonitorPeriod+w.cfg.Step)) && !g.Frozen {
 			o.fail(InvPartition, "%d of %d judged nodes went silent within %s (from %s) and stay so, but no freeze holds",
 				need, judged, w.cfg.Grace, seen(deaths[first]).Sub(t0))
 		}
@@ -295,7 +301,7 @@ func (o *observer) failover(cs *controllers) {
 		return
 	}
 	w := o.w
-	if !cs.old.model.Guard.Frozen() {
+	if !cs.old.model.Snapshot().Frozen {
 		// The freeze the old leader held has ended, as it would have.
 		cs.oldFrozen = false
 		return
@@ -315,7 +321,7 @@ func (o *observer) failover(cs *controllers) {
 	// A cooldown the old one started again for a moment (a node fading
 	// and another coming back in the same second, at the threshold) keeps
 	// its start: the two look at different moments.
-	rec, _ := cs.old.model.Guard.FreezeRecord()
+	rec, _ := cs.old.model.FreezeRecord()
 	switch {
 	case rec.ClearSince.IsZero():
 		if o.oldHot.IsZero() {
@@ -332,7 +338,7 @@ func (o *observer) failover(cs *controllers) {
 		cs.oldFrozen = false
 		return
 	}
-	if !cs.leader.model.Guard.Frozen() && w.now.Sub(cs.failedOver) > w.cfg.Grace+2*w.cfg.MonitorPeriod {
+	if !cs.leader.model.Snapshot().Frozen && w.now.Sub(cs.failedOver) > w.cfg.Grace+2*w.cfg.MonitorPeriod {
 		o.fail(InvFailover, "the new leader (since %s) lost the freeze the old one held when it died, and would still hold",
 			cs.failedOver.Sub(t0))
 	}

@@ -80,7 +80,7 @@ func newController(w *world, obs *observer, unled time.Time) *controller {
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
 	// One pod at a time: the simulation stays deterministic.
 	c.exec = act.New(c.model, 1)
-	c.model.Guard.SetPool("p", ptrTo(w.pool()), w.now)
+	c.model.SetPool("p", ptrTo(w.pool()), w.now)
 	// A new process lists everything before it judges anything.
 	for name, node := range w.nodes {
 		c.nodes[name] = node.DeepCopy()
@@ -109,7 +109,7 @@ func (cs *controllers) policyChanged() {
 		if c == nil {
 			continue
 		}
-		c.apply(c.model.Guard.SetPool("p", ptrTo(c.w.pool()), c.w.now))
+		c.model.SetPool("p", ptrTo(c.w.pool()), c.w.now)
 		for _, k := range c.w.kubelets {
 			if k.pool == "p" {
 				c.wakeNow(k.name)
@@ -141,7 +141,7 @@ func (cs *controllers) failover() {
 	// is known to no one else. The new leader judges the partition afresh
 	// from the cluster, and the ground truth's check (freeze a partition)
 	// holds it to that.
-	cs.oldFrozen = cs.old.model.Guard.Frozen() && cs.w.freeze != nil
+	cs.oldFrozen = cs.old.model.Snapshot().Frozen && cs.w.freeze != nil
 	// The old leader last renewed its Lease when the apiserver last
 	// answered it.
 	renewed := cs.w.now
@@ -202,14 +202,14 @@ func (c *controller) hear(nodesChanged, leasesRenewed []string) {
 				continue
 			}
 			c.nodes[d.node.Name] = d.node
-			c.model.Tracker.HeardNode(d.node, now)
+			c.model.HeardNode(d.node, now)
 			c.wakeNow(d.node.Name)
 		case d.lease != nil:
 			c.leases[d.lease.Name] = d.lease
 			if k := c.w.kubelet(d.lease.Name); !c.phantom && k != nil {
 				k.delivered = now
 			}
-			if c.model.Tracker.HeardLease(d.lease.Name, d.lease, now) == health.NeedsLook {
+			if c.model.HeardLease(d.lease.Name, d.lease, now) == health.NeedsLook {
 				c.wakeNow(d.lease.Name)
 			}
 		}
@@ -235,7 +235,7 @@ func (c *controller) resync() {
 	c.resynced = now
 	c.apply(c.model.Tick(now, c.w.down))
 	c.keepFreeze()
-	for _, name := range c.model.Tracker.Overdue(now) {
+	for _, name := range c.model.Overdue(now) {
 		c.wakeNow(name)
 	}
 	for _, name := range c.model.Candidates() {

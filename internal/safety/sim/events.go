@@ -47,10 +47,14 @@ const (
 	// records; its status is written) refused for For (zero: to the end),
 	// as an admission policy that denies them would.
 	Deny
+	// PodsReady has another writer than the controller set a node's pods
+	// Ready, whatever the node's state: a kubelet whose pod status updates
+	// land while its node status and Lease do not.
+	PodsReady
 )
 
 var kindNames = [...]string{"Kill", "Revive", "NotReady", "Flap", "ZoneLoss", "Partition", "MaintenanceOn",
-	"MaintenanceOff", "Pause", "Unpause", "Outage", "Lag", "RefuseWrites", "LoseWake", "Failover", "Deny"}
+	"MaintenanceOff", "Pause", "Unpause", "Outage", "Lag", "RefuseWrites", "LoseWake", "Failover", "Deny", "PodsReady"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -69,7 +73,7 @@ func (e Event) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%6s %s", e.At, e.Kind)
 	switch e.Kind {
-	case Kill, Revive, NotReady, MaintenanceOn, MaintenanceOff, LoseWake:
+	case Kill, Revive, NotReady, MaintenanceOn, MaintenanceOff, LoseWake, PodsReady:
 		fmt.Fprintf(&b, " node-%d", e.Node)
 	case Flap, Lag:
 		fmt.Fprintf(&b, " node-%d for %s", e.Node, e.For)
@@ -160,8 +164,10 @@ func randomEvent(cfg Config, rng *rand.Rand, at time.Duration) Event {
 		return Event{At: at, Kind: Deny, Node: node, For: secs(5, 300)}
 	case r < 94:
 		return Event{At: at, Kind: LoseWake, Node: node}
-	default:
+	case r < 98:
 		return Event{At: at, Kind: Failover}
+	default:
+		return Event{At: at, Kind: PodsReady, Node: node}
 	}
 }
 

@@ -503,3 +503,25 @@ func TestFoundAKeptCooldownStartsAgainAtTheTakeover(t *testing.T) {
 		{At: s(253), Kind: Failover},
 	})
 }
+
+// Found by breaking the executor on purpose: a pool paused while its dead
+// node's NoExecute taint cannot be taken off (its patches denied) evicts
+// nothing for the node's failure; the taint still on the Node does not
+// outvote the pause.
+func TestFindingAPausedPoolEvictsNothingItCannotUntaint(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: 0, Kind: Kill, Node: 11},
+		{At: s(24), Kind: Deny, Node: 11},
+		{At: s(25), Kind: Pause},
+	})
+}
+
+// Found by breaking the executor on purpose: pods that another writer sets
+// Ready while their node stays silent are not marked NotReady again in
+// that silence.
+func TestFindingPodsSetReadyInASilenceAreNotFought(t *testing.T) {
+	expectHolds(t, DefaultConfig(), Sequence{
+		{At: 0, Kind: Kill, Node: 0},
+		{At: s(40), Kind: PodsReady, Node: 0},
+	})
+}

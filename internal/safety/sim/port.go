@@ -99,11 +99,11 @@ func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {
 	return nil
 }
 
-func (p port) Evict(_ context.Context, node *corev1.Node, pod *corev1.Pod, _ eviction.Decision) error {
+func (p port) Evict(_ context.Context, node *corev1.Node, pod *corev1.Pod, d eviction.Decision) error {
 	if !p.c.canWrite() {
 		return errRefused
 	}
 	p.c.w.evicted[pod.UID] = p.c.w.now
-	p.c.obs.evicted(node.Name, pod.UID)
+	p.c.obs.evicted(node.Name, pod.UID, d.Taint)
 	return nil
 }

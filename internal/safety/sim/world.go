@@ -442,6 +442,20 @@ func (w *world) apply(e Event, c *controllers) {
 		}
 	case LoseWake:
 		c.leader.loseWake(w.kubelets[e.Node].name)
+	case PodsReady:
+		if w.down {
+			break
+		}
+		name := w.kubelets[e.Node].name
+		for i := range w.pods[name] {
+			setPodReady(&w.pods[name][i], corev1.ConditionTrue)
+		}
+		// The pod watch has a node whose pods turn Ready looked at.
+		for _, c := range []*controller{c.leader, c.old} {
+			if c != nil {
+				c.wakeNow(name)
+			}
+		}
 	case Failover:
 		c.failover()
 	}
