@@ -254,7 +254,7 @@ func TestHollowKubeletCost(t *testing.T) {
 	}
 	elapsed := time.Since(began)
 	var cpu time.Duration
-	var rss, maxRSS int64
+	var rss, pss, maxRSS int64
 	for i, k := range kubelets {
 		u, err := k.Usage()
 		if err != nil {
@@ -262,6 +262,7 @@ func TestHollowKubeletCost(t *testing.T) {
 		}
 		cpu += u.CPU - before[i].CPU
 		rss += u.RSS
+		pss += u.PSS
 		maxRSS = max(maxRSS, u.RSS)
 	}
 	var cpCPU time.Duration
@@ -275,9 +276,9 @@ func TestHollowKubeletCost(t *testing.T) {
 		cpRSS += u.RSS
 	}
 	n := int64(len(kubelets))
-	t.Logf("steady over %v: %.2f%% of a core each (%.1f%% for all %d); RSS %.1f MiB each on average, %.1f MiB at most",
+	t.Logf("steady over %v: %.2f%% of a core each (%.1f%% for all %d); RSS %.1f MiB each on average, %.1f MiB at most; PSS %.1f MiB each, %.0f MiB for all",
 		elapsed.Round(time.Second), 100*cpu.Seconds()/elapsed.Seconds()/float64(n), 100*cpu.Seconds()/elapsed.Seconds(), n,
-		float64(rss/n)/(1<<20), float64(maxRSS)/(1<<20))
+		float64(rss/n)/(1<<20), float64(maxRSS)/(1<<20), float64(pss/n)/(1<<20), float64(pss)/(1<<20))
 	t.Logf("kube-apiserver and etcd meanwhile: %.1f%% of a core, RSS %.0f MiB", 100*cpCPU.Seconds()/elapsed.Seconds(), float64(cpRSS)/(1<<20))
 }
 
