@@ -45,6 +45,8 @@ func (c Change) Merge(o Change) Change {
 // grace: nobody is judged on heartbeats lost while the whole cluster was
 // dark.
 func (m *Model) Affected(c disruption.Change, now time.Time) Change {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	out := Change{Change: c}
 	if c.Empty() {
 		return out

@@ -50,6 +50,8 @@ type untimedKey struct{ node, taint string }
 // taints' timeAdded is written by, with timeout for the pods that tolerate
 // no node lifecycle taint. The pods are those not already on their way out.
 func (m *Model) Evictions(node *corev1.Node, pods []corev1.Pod, timeout time.Duration, now time.Time) Evictions {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	var e Evictions
 	noExecute := m.noExecuteTaints(node, now)
 	if len(noExecute) == 0 {

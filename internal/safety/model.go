@@ -1,15 +1,12 @@
 package safety
 
 import (
-	"slices"
 	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -32,6 +29,16 @@ type Model struct {
 	// window is the partition freeze's window, the flags' grace period.
 	window time.Duration
 
+	// turn serializes the decisions: a look, a confirmation, a tick, the
+	// seed, an excuse, a removal, a pool's settings, a failed taint, the
+	// evictions' and the resync's questions each find and leave the
+	// tracker, the guard and the model's records consistent with one
+	// another, whatever the workers that ask at once. Two looks cannot
+	// interleave between a node's count in its zone and its turn in the
+	// zone's queue. The heartbeats heard go to the tracker alone, without
+	// it: the cheap path of a healthy node.
+	turn sync.Mutex
+	// mu guards the model's own records below.
 	mu sync.Mutex
 	// skew is how far the local clock runs ahead of the apiserver's, read
 	// once at Seed.
@@ -159,87 +166,13 @@ func nextOf(deadline, retry time.Time) Next {
 	return Next{At: deadline, Deadline: true}
 }
 
-// Seed counts every node in the guard before the first look, as the cluster
-// shows them: a new leader judges zones, the halt and the freeze from every
-// node, not from the few it happens to look at first. It also reads how far
-// the local clock runs ahead of the apiserver's (now minus apiNow), once for
-// the process's life.
-//
-// kept is what the cluster kept of the disruption state, on the apiserver's
-// clock: a new leader carries on with the freeze the old one held, its
-// window and its cooldown, and knows of the spans no leader could mark a
-// node in (AnnotationUnwatched).
-func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept Kept, now, apiNow time.Time) disruption.Change {
-	m.mu.Lock()
-	m.skew = now.Sub(apiNow)
-	m.mu.Unlock()
-	freeze := kept.Freeze
-	if freeze != nil {
-		freeze = ptr.To(m.shiftRecord(*freeze, m.skewNow()))
-	}
-	for _, o := range kept.Unwatched {
-		m.guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
-	}
-	statuses := make(map[string]disruption.NodeStatus, len(nodes))
-	for _, node := range nodes {
-		s := settings(node)
-		w, held := m.maintenance(node, s, now)
-		// Nothing is heard yet: a node already marked counts as silent
-		// since its mark, unless its maintenance holds it.
-		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, w, held, now)
-	}
-	return m.guard.Seed(statuses, freeze, now)
-}
-
-// Kept is what the cluster keeps of the disruption state for a new leader,
-// on the apiserver's clock.
-type Kept struct {
-	// Freeze is the partition freeze (AnnotationFreeze), nil for none.
-	Freeze *disruption.Record
-	// Unwatched are the recent spans in which no leader could mark a node
-	// (AnnotationUnwatched).
-	Unwatched []disruption.Span
-}
-
-// UnwatchedSpans returns the recent spans in which no leader could mark a
-// node (the outages excused, the time before this process took over), as
-// the cluster should keep them, on the apiserver's clock.
-func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
-	spans := m.guard.Excused(now)
-	d := m.skewNow()
-	for i := range spans {
-		spans[i].From, spans[i].To = spans[i].From.Add(-d), spans[i].To.Add(-d)
-	}
-	return spans
-}
-
-// FreezeRecord returns the partition freeze as the cluster should keep it,
-// on the apiserver's clock, and whether one holds.
-func (m *Model) FreezeRecord() (disruption.Record, bool) {
-	r, ok := m.guard.FreezeRecord()
-	if !ok {
-		return r, false
-	}
-	return m.shiftRecord(r, -m.skewNow()), true
-}
-
-// shiftRecord moves a freeze record's times by d: from the apiserver's
-// clock to the local one, or back.
-func (m *Model) shiftRecord(r disruption.Record, d time.Duration) disruption.Record {
-	shift := func(t time.Time) time.Time {
-		if t.IsZero() {
-			return t
-		}
-		return t.Add(d)
-	}
-	return disruption.Record{Since: shift(r.Since), From: shift(r.From), ClearSince: shift(r.ClearSince)}
-}
-
 // Seeded reports whether Seed has run.
 func (m *Model) Seeded() bool { return m.guard.Seeded() }
 
 // Look decides what a look at a node calls for, and records what it learnt.
 func (m *Model) Look(in Input) Decision {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	node, now := in.Node, in.Now
 	d := Decision{Pool: in.Settings.Pool}
 	d.Change = merge(m.takePending(), m.guard.SetBlind(in.Blind, now))
@@ -250,7 +183,7 @@ func (m *Model) Look(in Input) Decision {
 	if v.Expired && !m.guard.Silent(node.Name) {
 		// The node has just gone silent: see how many others are fading
 		// with it before anything destructive is done to it.
-		d.Change = merge(d.Change, m.Tick(now, in.Blind))
+		d.Change = merge(d.Change, m.tick(now, in.Blind))
 	}
 	m.seenTaint(node)
 	heardAt := m.tracker.HeardAt(node.Name)
@@ -289,7 +222,7 @@ func (m *Model) Look(in Input) Decision {
 	if d.Want == "" {
 		m.endEpisode(node.Name)
 	}
-	d.MarkPods = m.MarksPods(node)
+	d.MarkPods = m.marksPods(node)
 	if d.InMaintenance && !d.Maintenance.Until.IsZero() && d.Want != "" {
 		retry = earliest(retry, d.Maintenance.Until)
 	}
@@ -358,213 +291,12 @@ func (m *Model) noExecute(node *corev1.Node, want string, alive bool, stamp, now
 // nodes waiting in the zone, which should look again: they were told to wait
 // for a turn the node no longer takes.
 func (m *Model) TaintFailed(name string, w *TaintWrite) []string {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	if w == nil || !w.Took {
 		return nil
 	}
 	return m.guard.ReturnTaint(name)
-}
-
-// Confirm judges a node again from what a live read shows, just before it
-// is marked: a heartbeat the cache had not shown, or an outage excused while
-// the read was in flight, moves the deadline. It reports whether the node is
-// still silent, with the verdict that stands.
-func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace health.Grace, now time.Time) (health.Verdict, bool) {
-	obs := m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
-	v := health.Judge(node, obs.LastHeartbeat, grace, now)
-	silent := !obs.Renewed && v.Expired
-	if silent {
-		m.mu.Lock()
-		m.confirmed[node.Name] = now
-		m.mu.Unlock()
-	}
-	return v, silent
-}
-
-// MarksPods reports whether the node's pods are to be marked NotReady as
-// the node stands: it is Unknown (the controller found it silent) and
-// nothing holds the marking. A look decides it so, and so does the pods'
-// own turn, which may come after the node is back.
-func (m *Model) MarksPods(node *corev1.Node) bool {
-	if WantedNoExecute(node) != corev1.TaintNodeUnreachable {
-		return false
-	}
-	ok, _ := m.guard.PodMarkingAllowedFor(node.Name)
-	return ok
-}
-
-// Fresh reports whether the node's silence was confirmed from a live read
-// within the last second, and nothing was heard of it since: a write that
-// follows needs no live read of its own.
-func (m *Model) Fresh(name string, now time.Time) bool {
-	m.mu.Lock()
-	at, ok := m.confirmed[name]
-	m.mu.Unlock()
-	return ok && now.Sub(at) < freshFor && m.tracker.HeardAt(name).Before(at)
-}
-
-// HeardLive reports whether the node's Lease, read live, or what the
-// controller heard before, shows a heartbeat within its grace: the node is
-// alive, whatever the cache says of it, and nothing is to be evicted from it
-// for its silence. The pods of a
-// node that came back while the watch lagged are not evicted in the moment
-// before its heartbeats arrive. A node not looked at yet is not judged here.
-func (m *Model) HeardLive(node *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
-	if !m.tracker.Tracked(node.Name, node.UID) {
-		return false
-	}
-	m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
-	heard := m.tracker.HeardAt(node.Name)
-	return !heard.IsZero() && now.Sub(heard) < grace
-}
-
-// Back reports, from a node and its Lease as read live, whether the node is
-// back: Ready, or, still marked Unknown, heard within its grace. Nothing is
-// evicted from a node that is back, nor its pods marked NotReady: the watch
-// may lag behind a node that has just come back, and the cache still show
-// it down.
-func (m *Model) Back(live *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
-	ready := health.ReadyCondition(live)
-	switch {
-	case ready == nil:
-		return false
-	case ready.Status == corev1.ConditionTrue:
-		return true
-	case ready.Status == corev1.ConditionUnknown:
-		return m.HeardLive(live, lease, grace, now)
-	default:
-		return false
-	}
-}
-
-// Silent reports, from a node and its Lease as read live, whether the node
-// is still silent: marked Unknown, and not heard within its grace. Its pods
-// are marked NotReady only then: a kubelet that is back, Ready or not, owns
-// its pods' readiness.
-func (m *Model) Silent(live *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
-	ready := health.ReadyCondition(live)
-	return ready != nil && ready.Status == corev1.ConditionUnknown && !m.HeardLive(live, lease, grace, now)
-}
-
-// Tick re-evaluates what changes with time alone: the nodes going quiet
-// within the freeze window, and whether every node is known well enough to
-// end the wait after start. While the apiserver is out of reach (blind)
-// nothing is re-evaluated: no heartbeat could be seen, and the time will be
-// excused from every node's silence once it answers.
-func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
-	c := merge(m.takePending(), m.guard.SetBlind(blind, now))
-	if blind {
-		return c
-	}
-	q := m.tracker.Quiet(now, m.window)
-	return merge(c, m.guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now))
-}
-
-// Excuse takes a span during which the controller could not reach the
-// apiserver off every node's silence, and out of the partition freeze's
-// window: the kubelets' heartbeats could not be written, or not be seen, so
-// the span says nothing of the nodes.
-func (m *Model) Excuse(from, to, now time.Time) {
-	m.tracker.Excuse(from, to)
-	m.guard.Excuse(from, to, now)
-}
-
-// Unwatched takes a span no leader watched the cluster (this process took
-// the leader election Lease from one that last renewed it at from) out of
-// the partition freeze's window, as an outage: no node could be marked in
-// it, so the nodes marked before it and those seen going quiet after it may
-// have gone silent together. Unlike an outage, it says nothing of the
-// nodes' heartbeats, which the apiserver took all along: no node's silence
-// is excused.
-func (m *Model) Unwatched(from, to, now time.Time) {
-	m.guard.Excuse(from, to, now)
-}
-
-// Forgotten is what the model knew of a node it forgot.
-type Forgotten struct {
-	// Known is false for a node the tracker never saw.
-	Known bool
-	UID   types.UID
-	State health.State
-}
-
-// Remove forgets a node that no longer exists, and returns what the guard
-// changed and what the tracker knew of it.
-func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten) {
-	c := m.guard.Remove(name, now)
-	m.mu.Lock()
-	delete(m.pods, name)
-	delete(m.tainted, name)
-	delete(m.confirmed, name)
-	delete(m.graces, name)
-	for key := range m.untimed {
-		if key.node == name {
-			delete(m.untimed, key)
-		}
-	}
-	m.mu.Unlock()
-	uid, state, ok := m.tracker.Forget(name)
-	return c, Forgotten{Known: ok, UID: uid, State: state}
-}
-
-// Candidates returns the nodes the safety resync checks against what the
-// model wants of them (Stray): those not judged healthy, and those last seen
-// with a lifecycle NoExecute taint. In a healthy cluster, a handful.
-func (m *Model) Candidates() []string {
-	names := m.tracker.NotHealthy()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for name := range m.tainted {
-		if !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// Stray reports whether a node, as the cluster shows it, is short of what
-// the model wants of it with nothing to wait for: one that needs its
-// lifecycle NoExecute taint, lacks it, and is neither held nor waiting for
-// its zone's turn; one the guard counts as held for a maintenance whose
-// grace has run out since it was last looked at, tainted or not, whatever
-// else holds it; or one Ready again that keeps the taint. The safety
-// resync looks at such nodes again, whatever wakes were lost.
-func (m *Model) Stray(node *corev1.Node, s policy.Settings, now time.Time) bool {
-	m.seenTaint(node)
-	want := WantedNoExecute(node)
-	if want == "" {
-		return lifecycleNoExecute(node) != nil
-	}
-	if m.guard.InMaintenance(node.Name) {
-		// Its grace ending changes what the guard counts, whatever else
-		// holds the node, and whether its taint is on (a hold whose
-		// removal failed) or off.
-		if _, held := m.maintenance(node, s, now); !held {
-			return true
-		}
-	}
-	if HasNoExecute(node, want) {
-		return false
-	}
-	return m.guard.Hold(node.Name) == "" && !m.guard.Waiting(node.Name)
-}
-
-// seenTaint records whether the node carries a lifecycle NoExecute taint.
-func (m *Model) seenTaint(node *corev1.Node) {
-	has := lifecycleNoExecute(node) != nil
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if has {
-		m.tainted[node.Name] = struct{}{}
-	} else {
-		delete(m.tainted, node.Name)
-	}
-}
-
-// skewNow returns the skew read at Seed.
-func (m *Model) skewNow() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.skew
 }
 
 // earliest returns the earlier of two times, the zero time counting as

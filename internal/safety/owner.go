@@ -37,6 +37,8 @@ func (m *Model) Overdue(now time.Time) []string { return m.tracker.Overdue(now) 
 // zones' states) is returned by the next look or tick, which tell it; the
 // policy's change has every node looked at again.
 func (m *Model) SetPool(name string, p *disruption.Pool, now time.Time) {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	c := m.guard.SetPool(name, p, now)
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
@@ -87,7 +89,7 @@ type Deps struct {
 	MaintenanceGrace time.Duration
 	// Policies gives each node its pool's settings; nil means every node
 	// follows Grace and the guard's own settings.
-	Policies policy.Source
+	Policies Policies
 	// Takeover, when set, tells the span no leader watched before this
 	// process took the leader election Lease from another
 	// (leadergate.Gate); it is excused, as an outage is, before the first
@@ -313,4 +315,15 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	moveState(gone.State, health.StateUnjudged)
 	ctrl.LoggerFrom(ctx).V(1).Info("Node is gone; forgetting it")
 	r.eventRemoving(name, gone.UID)
+}
+
+// Policies is the controller's view of the NodeHealthPolicies in force
+// (nodehealthpolicy.Source).
+type Policies interface {
+	// For returns the settings the node follows.
+	For(ctx context.Context, node *corev1.Node) policy.Settings
+	// Nodes subscribes the controller to policy changes: after each, the
+	// returned source queues the nodes keep accepts (every node when keep
+	// is nil), once For answers with the new policies.
+	Nodes(keep func(*corev1.Node) bool) source.TypedSource[reconcile.Request]
 }

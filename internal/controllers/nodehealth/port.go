@@ -20,10 +20,16 @@ import (
 // Client, which reads its own Node writes back.
 type port struct{ r *Reconciler }
 
-func (p port) Now() time.Time   { return p.r.d.Clock.Now() }
-func (p port) Stamp() time.Time { return p.r.stamp(p.r.d.Clock.Now()) }
-func (p port) Blind() bool      { return p.r.blind() }
+// Now returns the local time.
+func (p port) Now() time.Time { return p.r.d.Clock.Now() }
 
+// Stamp returns a time the apiserver's clock has surely not reached.
+func (p port) Stamp() time.Time { return p.r.stamp(p.r.d.Clock.Now()) }
+
+// Blind reports whether the apiserver is out of the controller's reach.
+func (p port) Blind() bool { return p.r.blind() }
+
+// Live reads the node and its Lease from the apiserver.
 func (p port) Live(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
 	return ReadLive(ctx, p.r.d.APIReader, name)
 }
@@ -35,14 +41,17 @@ func (p port) Lease(ctx context.Context, name string) (*coordinationv1.Lease, er
 	return getLease(ctx, p.r.d.APIReader, name)
 }
 
+// PatchStatus patches the node's status, locked to base's resourceVersion.
 func (p port) PatchStatus(ctx context.Context, base, node *corev1.Node) error {
 	return p.r.d.Client.Status().Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
+// PatchNode patches the node, locked to base's resourceVersion.
 func (p port) PatchNode(ctx context.Context, base, node *corev1.Node) error {
 	return p.r.d.Client.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
+// Wake sets the node's next look.
 func (p port) Wake(name string, next safety.Next) {
 	switch {
 	case next.At.IsZero():

@@ -16,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
@@ -25,9 +27,6 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
-
-// deleteWorkers bounds how many pods of one node are deleted at once.
-const deleteWorkers = 16
 
 // The permissions the reconciler uses, and no more.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
@@ -63,7 +62,7 @@ type Reconciler struct {
 	Grace              health.Grace
 	// Policies gives each node its pool's eviction timeout; nil means
 	// PodEvictionTimeout everywhere.
-	Policies policy.Source
+	Policies Policies
 	// BlockedRetry is how soon a node whose evictions the gate held back is
 	// looked at again.
 	BlockedRetry time.Duration
@@ -159,6 +158,7 @@ type port struct {
 	retry time.Time
 }
 
+// Now returns the time heartbeats are timed by.
 func (p *port) Now() time.Time {
 	if p.r.LocalClock == nil {
 		return p.r.Clock.Now()
@@ -166,6 +166,7 @@ func (p *port) Now() time.Time {
 	return p.r.LocalClock.Now()
 }
 
+// Live reads the node and its Lease from the apiserver.
 func (p *port) Live(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
 	reader := p.r.APIReader
 	if reader == nil {
@@ -270,4 +271,15 @@ func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) bool {
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, want)
 	return true
+}
+
+// Policies is the controller's view of the NodeHealthPolicies in force
+// (nodehealthpolicy.Source).
+type Policies interface {
+	// For returns the settings the node follows.
+	For(ctx context.Context, node *corev1.Node) policy.Settings
+	// Nodes subscribes the controller to policy changes: after each, the
+	// returned source queues the nodes keep accepts (every node when keep
+	// is nil), once For answers with the new policies.
+	Nodes(keep func(*corev1.Node) bool) source.TypedSource[reconcile.Request]
 }

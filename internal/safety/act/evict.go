@@ -58,6 +58,9 @@ func (x *Executor) Evict(ctx context.Context, p EvictPort, node *corev1.Node, po
 			log.Info("Node is back, read live; not evicting its pods for its failure", "pods", len(out.Due)-len(due))
 		}
 	}
+	if len(due) == 0 {
+		return out, nil
+	}
 	var mu sync.Mutex
 	_ = parallel.ForEach(due, x.workers, func(e safety.Due) error {
 		if err := p.Evict(ctx, node, e.Pod, e.Decision); err != nil {

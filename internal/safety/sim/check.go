@@ -490,7 +490,7 @@ func noExecute(node *corev1.Node) []corev1.Taint {
 	ready := readyStatus(node) == corev1.ConditionTrue
 	var out []corev1.Taint
 	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoExecute && !(ready && eviction.IsLifecycleTaint(t.Key)) {
+		if t.Effect == corev1.TaintEffectNoExecute && (!ready || !eviction.IsLifecycleTaint(t.Key)) {
 			out = append(out, t)
 		}
 	}

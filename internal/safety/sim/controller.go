@@ -375,9 +375,11 @@ func (c *controller) evict() {
 	for _, k := range w.kubelets {
 		node := c.nodes[k.name]
 		var pods []corev1.Pod
-		for _, pod := range w.pods[k.name] {
-			if _, gone := w.evicted[pod.UID]; !gone {
-				pods = append(pods, pod)
+		if hasNoExecute(node) {
+			for i := range w.pods[k.name] {
+				if _, gone := w.evicted[w.pods[k.name][i].UID]; !gone {
+					pods = append(pods, w.pods[k.name][i])
+				}
 			}
 		}
 		// A failed turn is tried again at the next step.
@@ -391,4 +393,10 @@ func appendNew(s []string, name string) []string {
 		return s
 	}
 	return append(s, name)
+}
+
+// hasNoExecute reports whether the node carries a NoExecute taint: the pod
+// eviction controller reads the pods of no other node.
+func hasNoExecute(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
 }

@@ -27,10 +27,16 @@ var (
 	errRefused = errors.New("write refused")
 )
 
-func (p port) Now() time.Time   { return p.c.w.now }
-func (p port) Stamp() time.Time { return p.c.w.now }
-func (p port) Blind() bool      { return p.c.w.down }
+// Now returns the world's time.
+func (p port) Now() time.Time { return p.c.w.now }
 
+// Stamp returns the world's time: the simulated apiserver's clock is the controller's.
+func (p port) Stamp() time.Time { return p.c.w.now }
+
+// Blind reports whether the apiserver is down.
+func (p port) Blind() bool { return p.c.w.down }
+
+// Live reads the node and its Lease from the world, unless the apiserver is down.
 func (p port) Live(_ context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
 	if p.c.w.down {
 		return nil, nil, errDown
@@ -38,6 +44,7 @@ func (p port) Live(_ context.Context, name string) (*corev1.Node, *coordinationv
 	return p.c.w.nodes[name].DeepCopy(), p.c.w.leases[name].DeepCopy(), nil
 }
 
+// Lease reads the node's Lease from the world, unless the apiserver is down.
 func (p port) Lease(_ context.Context, name string) (*coordinationv1.Lease, error) {
 	if p.c.w.down {
 		return nil, errDown
@@ -45,6 +52,7 @@ func (p port) Lease(_ context.Context, name string) (*coordinationv1.Lease, erro
 	return p.c.w.leases[name].DeepCopy(), nil
 }
 
+// PatchStatus writes the node's mark, unless writes are refused or the node changed since base.
 func (p port) PatchStatus(_ context.Context, base, node *corev1.Node) error {
 	if !p.c.canWrite() {
 		return errRefused
@@ -56,6 +64,7 @@ func (p port) PatchStatus(_ context.Context, base, node *corev1.Node) error {
 	return nil
 }
 
+// PatchNode writes the node's taints and records, unless its patches are refused or it changed since base.
 func (p port) PatchNode(_ context.Context, base, node *corev1.Node) error {
 	if !p.c.canWriteNode(node.Name) {
 		return errRefused
@@ -84,8 +93,10 @@ func (p port) write(base, node *corev1.Node) error {
 	return nil
 }
 
+// Wake sets the node's next look.
 func (p port) Wake(name string, next safety.Next) { p.c.wake(name, next) }
 
+// MarkPod sets the pod NotReady in the world, unless writes are refused.
 func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {
 	if !p.c.canWrite() {
 		return errRefused
@@ -99,6 +110,7 @@ func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {
 	return nil
 }
 
+// Evict evicts the pod from the world, unless writes are refused.
 func (p port) Evict(_ context.Context, node *corev1.Node, pod *corev1.Pod, d eviction.Decision) error {
 	if !p.c.canWrite() {
 		return errRefused
