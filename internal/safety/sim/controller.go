@@ -43,6 +43,9 @@ type controller struct {
 	freezeDirty bool
 	// started is when the process started.
 	started time.Time
+	// evicting is true for the nodes whose NoExecute taints the evictions'
+	// turn last saw.
+	evicting map[string]bool
 	// failures counts each node's looks that failed in a row: the next
 	// look after a failure waits as the work queue's backoff has it.
 	failures map[string]int
@@ -76,7 +79,7 @@ type controllers struct {
 func newController(w *world, obs *observer, unled time.Time) *controller {
 	c := &controller{w: w, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
 		wakes: map[string]wake{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
-		failures: map[string]int{}}
+		failures: map[string]int{}, evicting: map[string]bool{}}
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
 	// One pod at a time: the simulation stays deterministic.
 	c.exec = act.New(c.model, 1)
@@ -374,12 +377,17 @@ func (c *controller) evict() {
 	w := c.w
 	for _, k := range w.kubelets {
 		node := c.nodes[k.name]
+		// Its turn comes when its NoExecute taints come or go, as the
+		// controller's watch has it, and while it has some.
+		tainted := hasNoExecute(node)
+		if !tainted && !c.evicting[k.name] {
+			continue
+		}
+		c.evicting[k.name] = tainted
 		var pods []corev1.Pod
-		if hasNoExecute(node) {
-			for i := range w.pods[k.name] {
-				if _, gone := w.evicted[w.pods[k.name][i].UID]; !gone {
-					pods = append(pods, w.pods[k.name][i])
-				}
+		for i := range w.pods[k.name] {
+			if _, gone := w.evicted[w.pods[k.name][i].UID]; !gone && tainted {
+				pods = append(pods, w.pods[k.name][i])
 			}
 		}
 		// A failed turn is tried again at the next step.
