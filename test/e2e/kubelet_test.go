@@ -23,6 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/status"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
@@ -321,14 +325,15 @@ var _ = Describe("Real kubelets", Label("kubelet"), func() {
 		kubelets := startHollowKubelets(zone, newNodeName(), newNodeName())
 		live, dead := kubelets[0], kubelets[1]
 		beats := watchHeartbeats(dead.Name)
-		startController(func(o *options.Options) {
+		tune := func(o *options.Options) {
 			o.NodeMonitorGracePeriod = kubeletGrace
 			// Both must be longer than the grace; no pod here waits for
 			// the eviction timeout.
 			o.NodeStartupGracePeriod = 2 * kubeletGrace
 			o.PodEvictionTimeout = 2 * kubeletGrace
 			o.PartitionFreezeCooldown = kubeletGrace
-		})
+		}
+		startController(tune)
 
 		short := createKubeletPod(dead.Name+"-short", dead.Name, tolerateUnreachable(ptr.To[int64](2)))
 		forever := createKubeletPod(dead.Name+"-forever", dead.Name, tolerateUnreachable(nil))
@@ -386,6 +391,27 @@ var _ = Describe("Real kubelets", Label("kubelet"), func() {
 			HaveField("Reason", "DeletionByTaintManager"),
 		)))
 		Expect(terminating(forever)(Default)).To(BeFalse(), "a pod that tolerates unreachable for ever was evicted")
+
+		By("saying so: the controller's events, and the status report")
+		Eventually(reasonsFrom(nodehealth.EventSource, "Node", dead.Name)).Should(ContainElement(nodehealth.ReasonNodeNotReady))
+		Eventually(reasonsFrom(podeviction.EventSource, "Pod", short.Name)).Should(ContainElement(podeviction.ReasonTaintManagerEviction))
+		opts := options.Default()
+		tune(&opts)
+		in, err := status.Gather(context.Background(), k8s, policy.Defaults(opts), time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		report := status.Build(in)
+		Expect(report.Zones).To(ContainElement(And(HaveField("Name", "region-"+zone+"/"+zone),
+			HaveField("State", "Normal"), HaveField("Ready", 1), HaveField("NotReady", 1))))
+		Expect(report.Unhealthy).To(ContainElement(And(
+			HaveField("Name", dead.Name),
+			HaveField("Verdict", "Unreachable"),
+			HaveField("Reason", "NodeStatusUnknown"),
+			HaveField("Held", BeEmpty()),
+			// The evicted pod is Terminating, and the report lists only
+			// the pods still to be decided.
+			HaveField("Pods", ConsistOf(And(HaveField("Name", forever.Name), HaveField("DecidedBy", "ToleratedForever")))),
+		)))
+		Expect(report.Unhealthy).NotTo(ContainElement(HaveField("Name", live.Name)))
 
 		By("leaving the live kubelet, its node and its pod alone")
 		Expect(readyStatus(live.Name)(Default)).To(HavePrefix("True/"))
