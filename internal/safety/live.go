@@ -56,19 +56,12 @@ func (m *Model) Fresh(name string, now time.Time) bool {
 	return ok && now.Sub(at) < freshFor && m.tracker.HeardAt(name).Before(at)
 }
 
-// HeardLive reports whether the node's Lease, read live, or what the
+// heardLive reports whether the node's Lease, read live, or what the
 // controller heard before, shows a heartbeat within its grace: the node is
 // alive, whatever the cache says of it, and nothing is to be evicted from it
 // for its silence. The pods of a
 // node that came back while the watch lagged are not evicted in the moment
 // before its heartbeats arrive. A node not looked at yet is not judged here.
-func (m *Model) HeardLive(node *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
-	m.turn.Lock()
-	defer m.turn.Unlock()
-	return m.heardLive(node, lease, grace, now)
-}
-
-// heardLive is HeardLive within a decision.
 func (m *Model) heardLive(node *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
 	if !m.tracker.Tracked(node.Name, node.UID) {
 		return false

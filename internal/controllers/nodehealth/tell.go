@@ -64,12 +64,6 @@ func countdownText(c *safety.Countdown) string {
 	return fmt.Sprintf("started %s, %s served", c.Started.UTC().Format("15:04:05"), c.Served())
 }
 
-// ApplyGuardChange acts on a change of the guard made outside a reconcile,
-// such as a pool's settings changing with its policy.
-func (r *Reconciler) ApplyGuardChange(ctx context.Context, c disruption.Change) {
-	r.guardChanged(ctx, c, r.d.Clock.Now())
-}
-
 // guardChanged acts on a change of the guard made by a tick, the seed or a
 // node's removal.
 func (r *Reconciler) guardChanged(ctx context.Context, c disruption.Change, now time.Time) {

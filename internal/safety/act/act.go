@@ -85,9 +85,6 @@ func New(m *safety.Model, workers int) *Executor {
 	return &Executor{model: m, workers: max(workers, 1)}
 }
 
-// Model returns the model whose decisions the executor carries out.
-func (x *Executor) Model() *safety.Model { return x.model }
-
 // Outcome is what a look did.
 type Outcome struct {
 	// Decision is the look's decision; after a live read that heard the
