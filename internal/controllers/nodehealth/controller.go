@@ -110,29 +110,40 @@ type Deps struct {
 // Reconciler judges one node per call and acts on the verdict.
 type Reconciler struct {
 	d Deps
+	// exec carries the safety model's decisions out.
+	exec *act.Executor
+	// world is what a look reads and writes beyond the model (port.go).
+	world world
+	// told remembers what the looks told (tell.go).
+	told told
+	// seedMu makes the first reconciles wait while one seeds the guard.
+	seedMu sync.Mutex
+}
+
+// world is the way of a look to the cluster and to the nodes' next looks:
+// the apiserver through Deps' clients, and these.
+type world struct {
 	// wakes schedules each node's next look (wake.go).
 	wakes *wakes
 	// podMarks marks the pods of silent nodes NotReady on workers of its
-	// own (podmarks.go); nil, as before SetupWithManager, marks them in
-	// the look.
+	// own (podmarks.go).
 	podMarks *podMarks
+	// freeze keeps the partition freeze in the cluster (freeze.go).
+	freeze freezeKeeper
+}
+
+// told remembers what the looks told, so that each thing is told once.
+type told struct {
 	// maintenance remembers the nodes held for their maintenance, to tell
 	// each hold's start and end once (maintenance.go).
 	maintenance maintenanceHolds
 	// foreign remembers the other writers already told of (foreign.go).
 	foreign foreignSeen
+	// zones publishes the zones' gauges in the order of their states.
+	zones zoneGauges
 	// started is when the controller was set up; nodes created before it
 	// are not announced as registered.
 	started time.Time
-
-	// zones publishes the zones' gauges in the order of their states.
-	zones zoneGauges
-	// freeze keeps the partition freeze in the cluster (freeze.go).
-	freeze freezeKeeper
-	// exec carries the model's decisions out.
-	exec *act.Executor
-	// seedMu makes the first reconciles wait while one seeds the guard.
-	seedMu sync.Mutex
 }
 
 // New returns the node health reconciler. Its Client reads its own Node
@@ -142,9 +153,9 @@ type Reconciler struct {
 // repeat the live reads and be refused.
 func New(d Deps) *Reconciler {
 	d.Client = readback.New[corev1.Node](d.Client)
-	r := &Reconciler{d: d, started: d.Clock.Now(), exec: act.New(d.Model, podWorkers)}
-	r.wakes = newWakes(d.Clock, d.Model.Deadline)
-	r.podMarks = newPodMarks(r)
+	r := &Reconciler{d: d, exec: act.New(d.Model, podWorkers), told: told{started: d.Clock.Now()}}
+	r.world.wakes = newWakes(d.Clock, d.Model.Deadline)
+	r.world.podMarks = newPodMarks(r)
 	return r
 }
 
@@ -191,7 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if out.Decision.MarkPods && out.Mark == nil {
 		// On workers of their own (podmarks.go).
-		r.podMarks.add(node.Name)
+		r.world.podMarks.add(node.Name)
 	}
 	return ctrl.Result{}, nil
 }
@@ -214,7 +225,7 @@ func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
 	// Kept in the cluster for a new leader, which did not see it: written
 	// by the resync, which runs on the leader alone (this runs on every
 	// replica).
-	r.freeze.markStale()
+	r.world.freeze.markStale()
 	outagesExcused.Observe(o.Duration().Seconds())
 	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
 		"unreachableSince", o.From, "for", o.Duration())
@@ -253,7 +264,7 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 			// have gone silent together. Kept in the cluster too, for the
 			// leader after this one.
 			r.model().Unwatched(from, to, now)
-			r.freeze.markStale()
+			r.world.freeze.markStale()
 			ctrl.LoggerFrom(ctx).Info("Took over from a leader that last renewed its Lease before; the time between counts in no freeze window",
 				"lastRenewed", from, "takenAt", to, "for", to.Sub(from).Round(time.Millisecond))
 		}
@@ -300,7 +311,7 @@ func (r *Reconciler) tick(ctx context.Context, now time.Time) {
 
 // forget drops a node that no longer exists.
 func (r *Reconciler) forget(ctx context.Context, name string) {
-	r.wakes.clear(name)
+	r.world.wakes.clear(name)
 	// The guard may count a node the tracker never saw: one seeded at
 	// start and deleted before its first reconcile. It must not stay
 	// counted as a ghost, Ready or not, in its zone.
@@ -308,7 +319,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	c, gone := r.model().Remove(name, now)
 	r.guardChanged(ctx, c, now)
 	r.forgetMaintenance(name)
-	r.foreign.forget(name)
+	r.told.foreign.forget(name)
 	if !gone.Known {
 		return
 	}

@@ -92,7 +92,7 @@ func newFixture(t *testing.T, cached []client.Object, live client.Reader, funcs 
 	f.r = New(Deps{Client: c, APIReader: live, Clock: f.clock, Recorder: f.events, Grace: grace,
 		Model: safety.New(f.tracker, f.guard, grace.Monitor)})
 	// Started at no time: every node is announced as registered.
-	f.r.started = time.Time{}
+	f.r.told.started = time.Time{}
 	return f
 }
 
@@ -113,20 +113,20 @@ func (f *fixture) reconcileNode(t *testing.T, req ctrl.Request) ctrl.Result {
 		t.Fatalf("reconcile: %v", err)
 	}
 	for turns := 1; ; turns++ {
-		at, ok := f.r.wakes.when(req.Name)
+		at, ok := f.r.world.wakes.when(req.Name)
 		if !ok || at.After(f.clock.Now()) {
 			break
 		}
 		if turns == 3 {
 			t.Fatalf("n1 is looked at again and again at %v", at)
 		}
-		f.r.wakes.clear(req.Name)
+		f.r.world.wakes.clear(req.Name)
 		if res, err = f.r.Reconcile(context.Background(), req); err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
 	}
 	f.markPods(t)
-	if at, ok := f.r.wakes.when(req.Name); ok {
+	if at, ok := f.r.world.wakes.when(req.Name); ok {
 		if d := at.Sub(f.clock.Now()); res.RequeueAfter == 0 || d < res.RequeueAfter {
 			res.RequeueAfter = d
 		}
@@ -138,10 +138,10 @@ func (f *fixture) reconcileNode(t *testing.T, req ctrl.Request) ctrl.Result {
 // queued, as they would take them.
 func (f *fixture) markPods(t *testing.T) {
 	t.Helper()
-	for !f.holdPods && f.r.podMarks.queue.Len() > 0 {
-		name, _ := f.r.podMarks.queue.Get()
-		err := f.r.podMarks.mark(context.Background(), name)
-		f.r.podMarks.queue.Done(name)
+	for !f.holdPods && f.r.world.podMarks.queue.Len() > 0 {
+		name, _ := f.r.world.podMarks.queue.Get()
+		err := f.r.world.podMarks.mark(context.Background(), name)
+		f.r.world.podMarks.queue.Done(name)
 		if err != nil {
 			t.Fatalf("mark the pods of %s: %v", name, err)
 		}
@@ -276,13 +276,13 @@ func TestALostWriteRaceIsRetriedShortly(t *testing.T) {
 	})
 	f.reconcile(t)
 	f.clock.Step(grace.Monitor)
-	f.r.wakes.clear(req.Name) // the deadline's wake came, and queued this reconcile
+	f.r.world.wakes.clear(req.Name) // the deadline's wake came, and queued this reconcile
 	if _, err := f.r.Reconcile(context.Background(), req); err != nil {
 		t.Fatalf("want no error, got %v", err)
 	}
 	// The look that found the node silent also ended the wait after start,
 	// which looks at every node at once: no later than the retry.
-	if at, ok := f.r.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) > act.ConflictRetry {
+	if at, ok := f.r.world.wakes.when(req.Name); !ok || at.Sub(f.clock.Now()) > act.ConflictRetry {
 		t.Fatalf("next look at %v, %v; want within %v", at, ok, act.ConflictRetry)
 	}
 }
@@ -623,7 +623,7 @@ func TestAFailedWriteKeepsTheLooksWake(t *testing.T) {
 	}
 	// The grace runs from the maintenance's start.
 	end := t0.Add(-10 * time.Second).Add(time.Hour)
-	if at, ok := f.r.wakes.when(req.Name); !ok || at.After(end) {
+	if at, ok := f.r.world.wakes.when(req.Name); !ok || at.After(end) {
 		t.Errorf("next look at %v (%v); want by the maintenance grace's end, %v", at, ok, end)
 	}
 }

@@ -91,7 +91,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 		unknown = true
 	}
 	// Managed fields carry whole seconds.
-	since := r.started.Truncate(time.Second)
+	since := r.told.started.Truncate(time.Second)
 	for _, e := range owners.Of(node.ManagedFields) {
 		if e.Manager == r.d.FieldManager || e.Time.Time.Before(since) {
 			continue
@@ -103,7 +103,7 @@ func (r *Reconciler) noticeForeignWriters(ctx context.Context, node *corev1.Node
 			default:
 				continue
 			}
-			if !r.foreign.first(foreignPart{node.Name, what}, foreignWrite{e.Manager, e.Time.UTC()}) {
+			if !r.told.foreign.first(foreignPart{node.Name, what}, foreignWrite{e.Manager, e.Time.UTC()}) {
 				continue
 			}
 			foreignWrites.WithLabelValues(e.Manager, string(what)).Inc()

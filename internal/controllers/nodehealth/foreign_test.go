@@ -26,7 +26,7 @@ func markedBy(manager string, at time.Time) *corev1.Node {
 func TestAForeignMarkIsToldOncePerWrite(t *testing.T) {
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 	rec := events.NewFakeRecorder(10)
-	r := &Reconciler{d: Deps{Recorder: rec, FieldManager: "node-lifecycle-controller"}, started: at.Add(-time.Minute)}
+	r := &Reconciler{d: Deps{Recorder: rec, FieldManager: "node-lifecycle-controller"}, told: told{started: at.Add(-time.Minute)}}
 	ctx := context.Background()
 
 	// A mark from before the controller started is not told: it is how the
@@ -52,7 +52,7 @@ func TestAForeignMarkIsToldOncePerWrite(t *testing.T) {
 		t.Fatalf("%d events for a second foreign mark, want 1", n)
 	}
 	// A dry run tells nothing.
-	dry := &Reconciler{d: Deps{Recorder: rec}, started: r.started}
+	dry := &Reconciler{d: Deps{Recorder: rec}, told: told{started: r.told.started}}
 	<-rec.Events
 	dry.noticeForeignWriters(ctx, markedBy(kubeControllerManager, at))
 	if n := len(rec.Events); n != 0 {

@@ -96,7 +96,7 @@ func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
 // (or were marked stale): the freeze itself, or nothing once it ended, and
 // the spans, or nothing once none is recent.
 func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
-	k := &r.freeze
+	k := &r.world.freeze
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.dirty = k.stale.Swap(false) || k.dirty || changed

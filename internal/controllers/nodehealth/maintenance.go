@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node
 	m, held, want := d.Maintenance, d.InMaintenance, d.Want
 	// Only a node that would be tainted is held; a Ready node in
 	// maintenance counts as any Ready node.
-	if !r.maintenance.set(node.Name, held && want != "") {
+	if !r.told.maintenance.set(node.Name, held && want != "") {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
@@ -83,7 +83,7 @@ func (r *Reconciler) reconcileMaintenance(ctx context.Context, node *corev1.Node
 }
 
 // forgetMaintenance drops a deleted node's hold.
-func (r *Reconciler) forgetMaintenance(name string) { r.maintenance.set(name, false) }
+func (r *Reconciler) forgetMaintenance(name string) { r.told.maintenance.set(name, false) }
 
 func sinceText(t time.Time) string {
 	if t.IsZero() {

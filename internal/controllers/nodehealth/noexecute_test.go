@@ -80,7 +80,7 @@ func TestNoExecuteTaintsWaitForTheZoneRate(t *testing.T) {
 	f.clock.Step(grace.Monitor)
 	f.reconcile(t)
 	f.reconcileNode(t, r2)
-	if at, ok := f.r.wakes.when("n2"); !ok || at.Sub(f.clock.Now()) != 10*time.Second {
+	if at, ok := f.r.world.wakes.when("n2"); !ok || at.Sub(f.clock.Now()) != 10*time.Second {
 		t.Fatalf("second node: next look at %v, %v; want in 10s at 0.1 nodes/s", at, ok)
 	}
 	if hasTaint(nodeNamed(t, f, "n2"), corev1.TaintNodeUnreachable, corev1.TaintEffectNoExecute) {

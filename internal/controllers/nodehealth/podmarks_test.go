@@ -40,10 +40,10 @@ func TestPodsAreMarkedOffTheLook(t *testing.T) {
 	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
 		t.Fatalf("pod Ready = %s after the look: the look wrote it", got)
 	}
-	if n := f.r.podMarks.queue.Len(); n != 1 {
+	if n := f.r.world.podMarks.queue.Len(); n != 1 {
 		t.Fatalf("%d nodes queued for their pods, want 1", n)
 	}
-	f.r.podMarks.next(context.Background())
+	f.r.world.podMarks.next(context.Background())
 	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionFalse {
 		t.Fatalf("pod Ready = %s after its turn, want False", got)
 	}
@@ -59,7 +59,7 @@ func TestANodeBackByItsPodsTurnKeepsThem(t *testing.T) {
 	if err := f.cached.Status().Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	f.r.podMarks.next(context.Background())
+	f.r.world.podMarks.next(context.Background())
 	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
 		t.Fatalf("pod Ready = %s: marked NotReady on a node back since its look", got)
 	}

@@ -56,12 +56,12 @@ func (p port) Wake(name string, next safety.Next) {
 	switch {
 	case next.At.IsZero():
 		if next.Deadline {
-			p.r.wakes.clearDeadline(name)
+			p.r.world.wakes.clearDeadline(name)
 		}
 	case next.Deadline:
-		p.r.wakes.atDeadline(name, next.At)
+		p.r.world.wakes.atDeadline(name, next.At)
 	default:
-		p.r.wakes.after(name, next.At)
+		p.r.world.wakes.after(name, next.At)
 	}
 }
 

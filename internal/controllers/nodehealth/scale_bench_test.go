@@ -178,7 +178,7 @@ func newFleet(n int) *fleet {
 	}), defaults.Grace.Monitor)
 	f.r = New(Deps{Clock: f.clock, Recorder: &events.FakeRecorder{}, Grace: defaults.Grace,
 		MaintenanceGrace: defaults.MaintenanceGrace, Model: model})
-	f.r.wakes = newWakes(f.clock, func(name string) (time.Time, bool) {
+	f.r.world.wakes = newWakes(f.clock, func(name string) (time.Time, bool) {
 		f.woken++
 		return model.Deadline(name)
 	})
@@ -313,11 +313,11 @@ func (f *fleet) renew(ctx context.Context, queued []string) []string {
 func (f *fleet) passed(ctx context.Context, now time.Time, queued []string) []string {
 	if !now.Before(f.nextResync) {
 		f.r.tick(ctx, now)
-		f.r.wakes.overdue(f.r.d.Model.Overdue(now)...)
+		f.r.world.wakes.overdue(f.r.d.Model.Overdue(now)...)
 		f.nextResync = f.nextResync.Add(f.resyncPeriod)
 	}
-	if next, ok := f.r.wakes.next(); ok && !next.After(now) {
-		expired, rest := f.r.wakes.due(now)
+	if next, ok := f.r.world.wakes.next(); ok && !next.After(now) {
+		expired, rest := f.r.world.wakes.due(now)
 		queued = append(append(queued, expired...), rest...)
 	}
 	return queued

@@ -41,7 +41,7 @@ func (r *Reconciler) Register(mgr ctrl.Manager, resyncPeriod time.Duration) erro
 	if pods == nil {
 		pods = podscope.Cluster{Reader: r.d.Client, Cache: mgr.GetCache()}
 	}
-	for _, run := range []manager.Runnable{r.wakes, r.podMarks, manager.RunnableFunc(func(ctx context.Context) error {
+	for _, run := range []manager.Runnable{r.world.wakes, r.world.podMarks, manager.RunnableFunc(func(ctx context.Context) error {
 		return r.resync(ctx, r.d.Clock, resyncPeriod)
 	})} {
 		if err := mgr.Add(run); err != nil {
@@ -57,8 +57,8 @@ func (r *Reconciler) Register(mgr ctrl.Manager, resyncPeriod time.Duration) erro
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &corev1.Node{}, handler: r.nodeHeartbeats}).
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &coordinationv1.Lease{}, handler: r.leaseHeartbeats}).
 		WatchesRawSource(pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
-		WatchesRawSource(source.Channel(r.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
-		WatchesRawSource(source.Channel(r.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+		WatchesRawSource(source.Channel(r.world.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
+		WatchesRawSource(source.Channel(r.world.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
 			GenericFunc: enqueueFirst})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.d.ReconcileTimeout})
 	if r.d.Policies != nil {
@@ -140,7 +140,7 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 	resetStateGauge()
 	t := ticker.NewTicker(period)
 	defer t.Stop()
-	kick := r.freeze.kicked()
+	kick := r.world.freeze.kicked()
 	for {
 		select {
 		case <-ctx.Done():
@@ -153,8 +153,8 @@ func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period
 			now := ticker.Now()
 			r.tick(ctx, now)
 			r.keepFreeze(ctx, false)
-			r.wakes.overdue(r.d.Model.Overdue(now)...)
-			r.wakes.now(r.strays(ctx, now)...)
+			r.world.wakes.overdue(r.d.Model.Overdue(now)...)
+			r.world.wakes.now(r.strays(ctx, now)...)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func (r *Reconciler) tell(ctx context.Context, out act.Outcome, done bool) {
 	log := ctrl.LoggerFrom(ctx)
 	r.applyChange(ctx, out.Change)
 	d, node := out.Decision, out.Node
-	if d.First && registeredSince(node, r.started) {
+	if d.First && registeredSince(node, r.told.started) {
 		r.eventRegistered(node)
 	}
 	if m := out.Mark; m != nil {
@@ -72,7 +72,7 @@ func (r *Reconciler) guardChanged(ctx context.Context, c disruption.Change, now 
 	}
 	ch := r.model().Affected(c, now)
 	r.applyChange(ctx, ch)
-	r.wakes.now(ch.Wake...)
+	r.world.wakes.now(ch.Wake...)
 }
 
 // applyChange tells what a change of the guard means beyond one node:
@@ -87,7 +87,7 @@ func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, zone := range c.Zones {
-		r.zones.publish(zone, c.State.Zones[zone], c.Version)
+		r.told.zones.publish(zone, c.State.Zones[zone], c.Version)
 	}
 	for _, pool := range c.Held {
 		if why := c.State.Held[pool]; why != "" {
