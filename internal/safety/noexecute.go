@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
@@ -49,7 +50,7 @@ func lifecycleNoExecute(node *corev1.Node) *corev1.Taint {
 }
 
 func isLifecycleNoExecute(t *corev1.Taint) bool {
-	return t.Effect == corev1.TaintEffectNoExecute && (t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)
+	return t.Effect == corev1.TaintEffectNoExecute && eviction.IsLifecycleTaint(t.Key)
 }
 
 // TaintWrite is what a look wants written to a Node's NoExecute taints and

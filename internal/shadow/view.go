@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
@@ -86,7 +87,7 @@ func ownedTaint(t *corev1.Taint) bool {
 		return true
 	}
 	return t.Effect == corev1.TaintEffectNoExecute &&
-		(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady)
+		eviction.IsLifecycleTaint(t.Key)
 }
 
 // markedByController reports whether a Ready condition was written by a node
@@ -258,7 +259,7 @@ func (nv *nodeView) state() NodeState {
 func lifecycleNoExecute(ts []corev1.Taint) (string, time.Time) {
 	for _, t := range ts {
 		if t.Effect == corev1.TaintEffectNoExecute &&
-			(t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady) {
+			eviction.IsLifecycleTaint(t.Key) {
 			var at time.Time
 			if t.TimeAdded != nil {
 				at = t.TimeAdded.Time

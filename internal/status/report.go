@@ -336,7 +336,7 @@ func lastHeartbeat(ready *corev1.NodeCondition, lease *coordinationv1.Lease) tim
 
 func hasLifecycleTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeUnreachable || t.Key == corev1.TaintNodeNotReady {
+		if eviction.IsLifecycleTaint(t.Key) {
 			return true
 		}
 	}
