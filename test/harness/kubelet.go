@@ -170,37 +170,11 @@ func (k *HollowKubelet) start(ctx context.Context) error {
 		_ = k.log.Close()
 		return err
 	}
-	labels := maps.Clone(k.cfg.Labels)
-	if labels == nil {
-		labels = map[string]string{}
+	args := k.args()
+	if _, err := fmt.Fprintf(k.log, "=== %s %s\n", k.cfg.Binary, strings.Join(args, " ")); err != nil {
+		_ = k.log.Close()
+		return fmt.Errorf("write the log of hollow kubelet %s: %w", k.Name, err)
 	}
-	if k.cfg.Region != "" {
-		labels[LabelRegion] = k.cfg.Region
-	}
-	if k.cfg.Zone != "" {
-		labels[LabelZone] = k.cfg.Zone
-	}
-	pairs := make([]string, 0, len(labels))
-	for _, key := range slices.Sorted(maps.Keys(labels)) {
-		pairs = append(pairs, key+"="+labels[key])
-	}
-	args := []string{
-		"--morph=kubelet",
-		"--name=" + k.Name,
-		"--kubeconfig=" + k.cfg.Kubeconfig,
-		"--kubelet-port=" + strconv.Itoa(k.Port),
-		// The read-only port would be one more port per kubelet, and
-		// nothing reads it.
-		"--kubelet-read-only-port=0",
-		// The host's image service is containerd's socket, absent here;
-		// the fake runtime's own pulls every image at once.
-		"--use-host-image-service=false",
-		"--v=" + strconv.Itoa(k.cfg.Verbosity),
-	}
-	if len(pairs) > 0 {
-		args = append(args, "--node-labels="+strings.Join(pairs, ","))
-	}
-	fmt.Fprintf(k.log, "=== %s %s\n", k.cfg.Binary, strings.Join(args, " "))
 	// kubemark starts no health server of its own; the kubelet's API
 	// serves /healthz.
 	proc, err := StartProcess(k.cfg.Binary, args, k.log)
@@ -242,6 +216,41 @@ func (k *HollowKubelet) start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// args are kubemark's flags for the kubelet: its name, port and labels.
+func (k *HollowKubelet) args() []string {
+	labels := maps.Clone(k.cfg.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if k.cfg.Region != "" {
+		labels[LabelRegion] = k.cfg.Region
+	}
+	if k.cfg.Zone != "" {
+		labels[LabelZone] = k.cfg.Zone
+	}
+	pairs := make([]string, 0, len(labels))
+	for _, key := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, key+"="+labels[key])
+	}
+	args := []string{
+		"--morph=kubelet",
+		"--name=" + k.Name,
+		"--kubeconfig=" + k.cfg.Kubeconfig,
+		"--kubelet-port=" + strconv.Itoa(k.Port),
+		// The read-only port would be one more port per kubelet, and
+		// nothing reads it.
+		"--kubelet-read-only-port=0",
+		// The host's image service is containerd's socket, absent here;
+		// the fake runtime's own pulls every image at once.
+		"--use-host-image-service=false",
+		"--v=" + strconv.Itoa(k.cfg.Verbosity),
+	}
+	if len(pairs) > 0 {
+		args = append(args, "--node-labels="+strings.Join(pairs, ","))
+	}
+	return args
 }
 
 // rootDirLine is how kubemark logs the root directory it made.
