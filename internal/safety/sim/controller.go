@@ -34,6 +34,10 @@ type controller struct {
 	// turn has come, as the reconciler's pod workers take them.
 	wakes    map[string]wake
 	podTurns []string
+	// cutIn are the looks due in this step after the one under way, which
+	// may cut in on it (letOneCutIn); cutting is true while one does.
+	cutIn   []string
+	cutting bool
 	// resynced is when the safety resync last ran.
 	resynced time.Time
 	// obs records what the controller did, for the checks.
@@ -314,9 +318,15 @@ func (c *controller) lookDue() {
 		if len(due) == 0 {
 			break
 		}
-		for _, name := range due {
+		for i, name := range due {
+			if _, ok := c.wakes[name]; !ok {
+				// It cut in on an earlier look.
+				continue
+			}
 			delete(c.wakes, name)
+			c.cutIn = due[i+1:]
 			c.look(name)
+			c.cutIn = nil
 		}
 	}
 	turns := c.podTurns
@@ -327,6 +337,28 @@ func (c *controller) lookDue() {
 			// Tried again at the next step, as the pod workers retry.
 			c.podTurns = appendNew(c.podTurns, name)
 		}
+	}
+}
+
+// letOneCutIn has the next look waiting in this step cut in, while a look
+// that has decided is about to write: two workers' looks interleave so,
+// the second deciding from what the first has not written yet. One cuts in
+// at a time, and only where the configuration asks for it.
+func (c *controller) letOneCutIn() {
+	if !c.w.cfg.Interleave || c.cutting {
+		return
+	}
+	for len(c.cutIn) > 0 {
+		name := c.cutIn[0]
+		c.cutIn = c.cutIn[1:]
+		if _, ok := c.wakes[name]; !ok {
+			continue
+		}
+		delete(c.wakes, name)
+		c.cutting = true
+		c.look(name)
+		c.cutting = false
+		return
 	}
 }
 

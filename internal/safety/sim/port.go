@@ -81,6 +81,7 @@ func (p port) PatchNode(_ context.Context, base, node *corev1.Node) error {
 // write stores node in the world, if base is the version it holds, and
 // reads it back into the cache, as the reconciler's client does.
 func (p port) write(base, node *corev1.Node) error {
+	p.c.letOneCutIn()
 	w := p.c.w
 	if w.nodes[node.Name].ResourceVersion != base.ResourceVersion {
 		return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, node.Name, errors.New("the object has been modified"))

@@ -44,6 +44,9 @@ type Config struct {
 	LeaseEvery, PodsEvery time.Duration
 	// Step is the virtual time of one step.
 	Step time.Duration
+	// Interleave has a look due in a step cut in on another between its
+	// decision and its write, as the looks of two workers interleave.
+	Interleave bool
 	// Settle is how long the world runs after the last event, with every
 	// fault of limited length over, before the final checks.
 	Settle time.Duration
@@ -68,6 +71,8 @@ func DefaultConfig() Config {
 // several, a freeze turned off and a long cooldown.
 func ConfigFor(seed uint64) Config {
 	cfg := DefaultConfig()
+	// Every shape, with its looks one after another and interleaved.
+	cfg.Interleave = (seed/6)%2 == 1
 	switch seed % 6 {
 	case 1:
 		cfg.Nodes, cfg.Zones, cfg.PoolNodes = 6, 2, 2
