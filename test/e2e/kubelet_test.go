@@ -295,9 +295,8 @@ var _ = Describe("Real kubelets", Label("kubelet"), func() {
 	// own eyes (its node-pressure eviction ranking, graceful shutdown by
 	// priority), whatever the apiserver gives its mirror pod, and the kubelet
 	// logs "Static pod has priorityClassName and nil priority". kubeadm's
-	// manifests set both. config/static-pod sets only the class, so this
-	// spec fails until it adds `priority: 2000001000`; then make it It.
-	PIt("has the kubelet run the static pod at kubeadm's priority, as it reads it, not only its mirror pod", func() {
+	// manifests set both, and so does config/static-pod.
+	It("has the kubelet run the static pod at kubeadm's priority, as it reads it, not only its mirror pod", func() {
 		manifest, err := os.ReadFile(staticPodFile)
 		Expect(err).NotTo(HaveOccurred())
 		want := &corev1.Pod{}
