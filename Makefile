@@ -54,7 +54,7 @@ lint: golangci-lint ## Run golangci-lint, on the module and on the demo's and th
 	cd test/demo && $(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate docs ## Check that generated code, manifests and reference pages, formatting and go.mod are as committed, that the Markdown files' links lead somewhere, and that no binary is: regenerate, then fail on any difference.
+verify: manifests generate docs ## Check that generated code, manifests and reference pages, formatting and go.mod are as committed, that the Markdown files' links lead somewhere, that the maps of the code in docs/contributing.md and the controllers' doc.go name what exists (hack/docmaps), and that no binary is: regenerate, then fail on any difference.
 	go mod tidy -diff
 	cd test/outside && go mod tidy -diff
 	cd test/bench && go mod tidy -diff
