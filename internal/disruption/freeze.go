@@ -186,9 +186,10 @@ type Span struct {
 }
 
 // Excuse records a span in which no node could be marked: an outage, or
-// time no leader watched. Spans that ended more than two windows ago are forgotten; a
-// span that overlaps the latest one known, or comes before it, is taken in
-// order, as the cluster's record and the process's own may both hold it.
+// time no leader watched. Spans no window can reach any more are forgotten
+// (reach); a span that overlaps the latest one known, or comes before it,
+// is taken in order, as the cluster's record and the process's own may
+// both hold it.
 func (f *Freeze) Excuse(from, to, now time.Time) {
 	if !from.Before(to) {
 		return
@@ -204,10 +205,26 @@ func (f *Freeze) Excuse(from, to, now time.Time) {
 		merged = append(merged, e)
 	}
 	f.excused = merged
-	keep := now.Add(-2 * f.Window)
+	keep := f.reach(now)
 	for len(f.excused) > 0 && f.excused[0].To.Before(keep) {
 		f.excused = f.excused[1:]
 	}
+}
+
+// reach returns the earliest time that a window, of this process or of a
+// leader taking over from it, can reach back to from now on: the start of
+// this process's window (stretched over its seed), or two windows of time
+// not excused before now, as far as a new leader's seed stretches. Both
+// count time not excused, not time on the clock: two outages a few seconds
+// apart make one window reach back over both, and a span that ended two
+// windows ago by the clock may still join a node marked before it with
+// those found silent after the next.
+func (f *Freeze) reach(now time.Time) time.Time {
+	r := f.unexcused(now, 2*f.Window)
+	if s := f.windowStart(now); s.Before(r) {
+		r = s
+	}
+	return r
 }
 
 // Excused returns the excused spans that still count in a window, as the
@@ -218,7 +235,7 @@ func (f *Freeze) Excuse(from, to, now time.Time) {
 // were marked just before an outage, and whose others could not be marked
 // during it, falls into two windows for a leader that takes over after it.
 func (f *Freeze) Excused(now time.Time) []Span {
-	keep := now.Add(-2 * f.Window)
+	keep := f.reach(now)
 	var out []Span
 	for _, e := range f.excused {
 		if !e.To.Before(keep) {

@@ -238,7 +238,8 @@ func TestFreezeSeededAfterAnOutageReachesOverIt(t *testing.T) {
 
 // TestExcusedSpansMergeAndAge: spans learnt from the cluster and seen by
 // the process itself may overlap and come in any order; they are kept in
-// order, merged, and dropped two windows after they end.
+// order, merged, and dropped once two windows of time not excused have
+// passed since they ended.
 func TestExcusedSpansMergeAndAge(t *testing.T) {
 	f := Freeze{Threshold: 0.6, Window: 10 * time.Second}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -251,5 +252,28 @@ func TestExcusedSpansMergeAndAge(t *testing.T) {
 	}
 	if got := f.Excused(at(61)); len(got) != 0 {
 		t.Fatalf("Excused two windows after the span's end = %v", got)
+	}
+}
+
+// TestExcusedSpansCloseTogetherAgeByTimeNotExcused: two outages five
+// seconds apart; the first ended more than two windows ago by the clock,
+// but a window reaching back over the second reaches the first too, and
+// both are kept until two windows of time not excused have passed.
+func TestExcusedSpansCloseTogetherAgeByTimeNotExcused(t *testing.T) {
+	f := Freeze{Threshold: 0.6, Window: 20 * time.Second}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	f.Excuse(at(108), at(137), at(137))
+	f.Excuse(at(142), at(180), at(180))
+	if got := f.Excused(at(190)); len(got) != 2 {
+		t.Fatalf("Excused = %v, want both outages", got)
+	}
+	// 10 s after the second outage, 5 s between them, and 5 s before the
+	// first.
+	if from := f.windowStart(at(190)); !from.Equal(at(103)) {
+		t.Fatalf("the window at 190s starts at %v, want 1m43s", from.Sub(t0))
+	}
+	// 5 s between the outages and 30 s after the second: two windows.
+	if got := f.Excused(at(216)); len(got) != 1 || !got[0].From.Equal(at(142)) {
+		t.Fatalf("Excused = %v, want the second outage alone", got)
 	}
 }

@@ -525,3 +525,24 @@ func TestFindingPodsSetReadyInASilenceAreNotFought(t *testing.T) {
 		{At: s(40), Kind: PodsReady, Node: 0},
 	})
 }
+
+// Found by the random sequences (seed 1872013): six nodes in two zones.
+// One node of the first zone, behind a lagging watch, was last heard 20
+// seconds after its zone died, and marked just before a 29-second outage;
+// the second zone died during it, and a second outage began five seconds
+// after the first ended. Four of six nodes had gone silent within one
+// grace period, and the window, which counts time not excused, reached
+// back over both outages to the first mark; but the first outage had been
+// forgotten by then, since it ended more than two windows of wall time
+// before the second: the window stopped short of the mark and no freeze
+// held. A span is now kept as long as a window, counting time not
+// excused, can reach it.
+func TestFoundTwoOutagesCloseTogetherKeepThePartitionTogether(t *testing.T) {
+	expectHolds(t, ConfigFor(1872013), Sequence{
+		{At: s(35), Kind: Lag, Node: 2, For: s(26)},
+		{At: s(66), Kind: ZoneLoss, Zone: 0},
+		{At: s(108), Kind: Outage, For: s(29)},
+		{At: s(131), Kind: ZoneLoss, Zone: 1},
+		{At: s(142), Kind: Outage, For: s(38)},
+	})
+}
