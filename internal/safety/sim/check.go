@@ -26,7 +26,9 @@ const (
 	// InvCountdown: a hold pauses an eviction countdown and never restarts
 	// it.
 	InvCountdown = "3 a countdown never restarts"
-	// InvMaintenanceOnce: a maintenance grace runs once per maintenance.
+	// InvMaintenanceOnce: a maintenance grace runs once per maintenance,
+	// and ends on time: within two steps of its end, or a monitor period
+	// later when the node's next look was lost.
 	InvMaintenanceOnce = "3 a maintenance grace runs once"
 	// InvPartition: a partition is frozen: once enough of the nodes have
 	// gone silent within one window, destructive work stops.
@@ -68,6 +70,8 @@ type observer struct {
 	notReadyInMaintenance map[string]time.Time
 	// failoverTimes are the times of the failovers so far.
 	failoverTimes []time.Time
+	// wakeLost is when each node's next look was last lost.
+	wakeLost map[string]time.Time
 	// deniedAtFailover holds, for each node whose patches were denied at a
 	// failover, the last such failover: the new leader could not read the
 	// maintenance grace record the old one could not write.
@@ -99,7 +103,7 @@ type podSilence struct {
 func newObserver(w *world) *observer {
 	return &observer{w: w, served: map[string]time.Duration{}, podMarks: map[podSilence]int{},
 		notReadyInMaintenance: map[string]time.Time{}, markedAt: map[string]time.Time{}, taintedAt: map[string]time.Time{},
-		deniedAtFailover: map[string]time.Time{}}
+		deniedAtFailover: map[string]time.Time{}, wakeLost: map[string]time.Time{}}
 }
 
 func (o *observer) fail(inv, format string, args ...any) {
@@ -193,7 +197,13 @@ func (o *observer) step(cs *controllers) {
 			// record of its start could not be written.
 			continue
 		}
-		ended := from.Add(w.cfg.MaintenanceGrace + w.cfg.MonitorPeriod + slack)
+		// The look at the grace's end is the node's own, kept through
+		// failed writes; only when that look was lost, or a new leader
+		// took over, does the resync find the end, a monitor period on.
+		ended := from.Add(w.cfg.MaintenanceGrace + slack)
+		if o.lookLostSince(k.name, from.Add(-slack)) {
+			ended = ended.Add(w.cfg.MonitorPeriod)
+		}
 		if seen && w.now.After(ended) && cs.leader.model.Hold(k.name) == disruption.HeldMaintenance {
 			o.fail(InvMaintenanceOnce, "%s held for its maintenance at %s, though its grace ran from %s", k.name,
 				w.now.Sub(t0), from.Sub(t0))
@@ -201,6 +211,15 @@ func (o *observer) step(cs *controllers) {
 	}
 	o.failover(cs)
 	o.partition(cs)
+}
+
+// lookLostSince reports whether the named node's next look was lost, or a
+// failover happened, since the given time.
+func (o *observer) lookLostSince(name string, since time.Time) bool {
+	if !o.wakeLost[name].Before(since) {
+		return true
+	}
+	return slices.ContainsFunc(o.failoverTimes, func(at time.Time) bool { return !at.Before(since) })
 }
 
 // partition checks that a partition the ground truth shows is frozen: at

@@ -270,6 +270,23 @@ func TestFoundAMaintenanceGraceEndsWhileTheNodesPatchesAreDenied(t *testing.T) {
 	})
 }
 
+// Found by breaking the executor on purpose: the look at the end of a
+// maintenance grace, asked for by a look whose write failed, is kept; the
+// grace ends on time, not when the failed writes' backoff or the resync
+// next comes round. Over a range of starts, so that the backoff's looks
+// fall on either side of the grace's end.
+func TestFindingTheLookAtAGracesEndOutlivesAFailedWrite(t *testing.T) {
+	for on := 160; on < 300; on += 3 {
+		t.Run(fmt.Sprintf("maintenance at %ds", on), func(t *testing.T) {
+			expectHolds(t, DefaultConfig(), Sequence{
+				{At: s(17), Kind: Kill, Node: 1},
+				{At: s(155), Kind: Deny, Node: 1, For: s(234)},
+				{At: s(on), Kind: MaintenanceOn, Node: 1},
+			})
+		})
+	}
+}
+
 // Found by the random sequences: a new leader whose wake for a node's
 // maintenance grace is lost, during a freeze, finds the grace's end all the
 // same: the node counts towards the freeze again, and the new leader keeps

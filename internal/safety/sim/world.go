@@ -352,6 +352,7 @@ func (w *world) apply(e Event, c *controllers) {
 		}
 	case LoseWake:
 		c.leader.loseWake(w.kubelets[e.Node].name)
+		c.obs.wakeLost[w.kubelets[e.Node].name] = w.now
 	case PodsReady:
 		if w.down {
 			break
