@@ -135,12 +135,12 @@ COMPAT_SPECS ?= compat
 COMPAT_FILTER = $(if $(strip $(COMPAT_SPECS)),($(COMPAT_SPECS)) && !kubelet,!kubelet)
 
 .PHONY: test-compat
-test-compat: envtest-assets envtest-assets-minors ginkgo ## Run the e2e specs labelled compat (a node marked and tainted at its grace, pod eviction at its deadlines, a partially disrupted zone, the partition freeze, a maintenance hold, the dry run beside that minor's kube-controller-manager) against Kubernetes 1.35 (bin/k8s-1.35), 1.36 (bin/k8s-1.36) and 1.37 (bin/) in turn, over E2E_PROCS (4) processes, then pkg/lifecycletest's tests (the envtest helper): 6 specs and about a minute of helper tests, about 1m45s a minor and 5.5 minutes in all on two cores once built (envtest-assets-minors the first time adds about 8). COMPAT_SPECS= runs the whole e2e suite on each instead. Runs every minor even if one fails, then fails naming those that did.
+test-compat: envtest-assets envtest-assets-minors ginkgo ## Run the e2e specs labelled compat (a node marked and tainted at its grace, pod eviction at its deadlines, a partially disrupted zone, the partition freeze, a maintenance hold, the dry run beside that minor's kube-controller-manager) against Kubernetes 1.35 (bin/k8s-1.35), 1.36 (bin/k8s-1.36) and 1.37 (bin/) in turn, over E2E_PROCS (4) processes, then lifecycletest's tests (the envtest helper): 6 specs and about a minute of helper tests, about 1m45s a minor and 5.5 minutes in all on two cores once built (envtest-assets-minors the first time adds about 8). COMPAT_SPECS= runs the whole e2e suite on each instead. Runs every minor even if one fails, then fails naming those that did.
 	@failed=; for dir in $(COMPAT_ASSETS); do \
 		echo "== compat specs against $$dir: k8s.io/kubernetes $$(go version -m $$dir/kube-apiserver | awk '$$2 == "k8s.io/kubernetes" { print $$3 }')"; \
 		start=$$(date +%s); \
 		KUBEBUILDER_ASSETS="$$dir" $(GINKGO) -p --procs=$(E2E_PROCS) -race --timeout=30m --label-filter='$(COMPAT_FILTER)' ./test/e2e || failed="$$failed $$dir"; \
-		KUBEBUILDER_ASSETS="$$dir" go test -race -count=1 ./pkg/lifecycletest || failed="$$failed $$dir(lifecycletest)"; \
+		KUBEBUILDER_ASSETS="$$dir" go test -race -count=1 ./lifecycletest || failed="$$failed $$dir(lifecycletest)"; \
 		echo "== $$dir: $$(( $$(date +%s) - start ))s"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "compat specs failed against:$$failed"; exit 1; fi

@@ -1,6 +1,6 @@
 // Package crd holds the project's CustomResourceDefinitions as `make
 // manifests` generates them into bases/, for Go programs that install them,
-// such as pkg/lifecycletest's InstallCRDs.
+// such as lifecycletest's InstallCRDs.
 package crd
 
 import "embed"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/lifecycletest"
+	"github.com/nodelifecycle/node-lifecycle-controller/lifecycletest"
 )
 
 // startAPIServer starts an apiserver from KUBEBUILDER_ASSETS until the test

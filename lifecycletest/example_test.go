@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/lifecycletest"
+	"github.com/nodelifecycle/node-lifecycle-controller/lifecycletest"
 )
 
 func TestNodeLifecycleInEnvtest(t *testing.T) {

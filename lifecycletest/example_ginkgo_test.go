@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/lifecycletest"
+	"github.com/nodelifecycle/node-lifecycle-controller/lifecycletest"
 )
 
 func TestGinkgoSuite(t *testing.T) {
