@@ -101,3 +101,22 @@ func ReadyCondition(node *corev1.Node) *corev1.NodeCondition {
 	}
 	return nil
 }
+
+// ReadyStatus returns the status of the node's Ready condition, "" for
+// none.
+func ReadyStatus(node *corev1.Node) corev1.ConditionStatus {
+	if c := ReadyCondition(node); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+// PodReady reports whether a pod's Ready condition is True.
+func PodReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

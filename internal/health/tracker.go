@@ -272,14 +272,24 @@ func excused(t, from, to time.Time) time.Time {
 	if !t.Before(to) {
 		return t
 	}
-	return t.Add(to.Sub(later(t, from)))
+	return t.Add(to.Sub(Later(t, from)))
 }
 
-func later(a, b time.Time) time.Time {
+// Later returns the later of two times.
+func Later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
 	return b
+}
+
+// Earliest returns the earlier of two times, the zero time counting as
+// none.
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // Quiet is what the tracker knows, at one instant, of the nodes going

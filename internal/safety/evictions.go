@@ -63,7 +63,7 @@ func (m *Model) Evictions(node *corev1.Node, pods []corev1.Pod, timeout time.Dur
 		case !d.Evict:
 		case d.At.After(now):
 			e.Waiting = append(e.Waiting, Due{pod, d})
-			e.Next = earliest(e.Next, d.At)
+			e.Next = health.Earliest(e.Next, d.At)
 		default:
 			e.Due = append(e.Due, Due{pod, d})
 		}

@@ -224,7 +224,7 @@ func (m *Model) Look(in Input) Decision {
 	}
 	d.MarkPods = m.marksPods(node)
 	if d.InMaintenance && !d.Maintenance.Until.IsZero() && d.Want != "" {
-		retry = earliest(retry, d.Maintenance.Until)
+		retry = health.Earliest(retry, d.Maintenance.Until)
 	}
 	if !v.Expired {
 		deadline = v.Deadline
@@ -297,13 +297,4 @@ func (m *Model) TaintFailed(name string, w *TaintWrite) []string {
 		return nil
 	}
 	return m.guard.ReturnTaint(name)
-}
-
-// earliest returns the earlier of two times, the zero time counting as
-// none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }

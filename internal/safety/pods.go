@@ -32,7 +32,7 @@ func (m *Model) PodsToMark(node *corev1.Node, pods []corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if !podReady(p) {
+		if !health.PodReady(p) {
 			continue
 		}
 		if e != nil {
@@ -73,14 +73,4 @@ func silenceOf(node *corev1.Node) time.Time {
 		return ready.LastTransitionTime.Time
 	}
 	return time.Time{}
-}
-
-// podReady reports whether a pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

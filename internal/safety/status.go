@@ -98,7 +98,7 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 		// whatever later changes of its Ready condition (a mark, a kubelet
 		// back and not ready) say: the grace counts from then, or from the
 		// maintenance's start.
-		if until := laterOf(w.Since, started.Add(skew)).Add(s.MaintenanceGrace); until.Before(w.Until) {
+		if until := health.Later(w.Since, started.Add(skew)).Add(s.MaintenanceGrace); until.Before(w.Until) {
 			w.Until = until
 		}
 	}
@@ -142,12 +142,4 @@ func (m *Model) graceWrite(node *corev1.Node, w maintenance.Window) (*Maintenanc
 	default:
 		return want, !have.Since.Equal(want.Since) || !have.Until.Equal(want.Until)
 	}
-}
-
-// laterOf returns the later of two times.
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

@@ -37,13 +37,3 @@ func (r *Reconciler) pods() podscope.Pods {
 	}
 	return podscope.Cluster{Reader: r.d.Client}
 }
-
-// podReady reports whether a pod's Ready condition is True.
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 )
 
@@ -88,7 +89,7 @@ func enqueueFirst(_ context.Context, e event.TypedGenericEvent[*corev1.Node], q 
 // node that is not ready, either calls for marking it NotReady.
 func podBound(e event.TypedUpdateEvent[*corev1.Pod]) bool {
 	return e.ObjectOld.Spec.NodeName != e.ObjectNew.Spec.NodeName ||
-		(!podReady(e.ObjectOld) && podReady(e.ObjectNew))
+		(!health.PodReady(e.ObjectOld) && health.PodReady(e.ObjectNew))
 }
 
 // podGone ignores pod deletions: nothing about a node changes with them.

@@ -140,12 +140,5 @@ func nodeCountsChanged(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || readyStatus(o) != readyStatus(n)
-}
-
-func readyStatus(n *corev1.Node) corev1.ConditionStatus {
-	if c := health.ReadyCondition(n); c != nil {
-		return c.Status
-	}
-	return ""
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || health.ReadyStatus(o) != health.ReadyStatus(n)
 }

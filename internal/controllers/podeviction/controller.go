@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case r.deleted.pending(pod.UID):
 		case retry.After(now):
 			pending++
-			next = earliest(next, retry)
+			next = health.Earliest(next, retry)
 		default:
 			candidates = append(candidates, pod)
 		}
@@ -141,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out.Held > 0 {
 		return ctrl.Result{RequeueAfter: r.BlockedRetry}, nil
 	}
-	if next = earliest(earliest(next, out.Next), p.retry); next.IsZero() {
+	if next = health.Earliest(health.Earliest(next, out.Next), p.retry); next.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
@@ -189,7 +189,7 @@ func (p *port) Evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, d 
 	ctrl.LoggerFrom(ctx).Error(err, "Eviction failed", "Pod", client.ObjectKeyFromObject(pod), "retryAt", at)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.retry = earliest(p.retry, at)
+	p.retry = health.Earliest(p.retry, at)
 	return err
 }
 
@@ -200,15 +200,6 @@ func (r *Reconciler) pods() podscope.Pods {
 		return r.Pods
 	}
 	return podscope.Cluster{Reader: r.Client}
-}
-
-// earliest returns the earlier of two times, the zero time counting as
-// none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
 }
 
 // settings returns the settings of the node's pool.

@@ -139,7 +139,7 @@ func (o *observer) evicted(name string, uid types.UID, taint string) {
 
 func (o *observer) podMarked(name string, uid types.UID) {
 	node := o.w.nodes[name]
-	if s := readyStatus(node); s != corev1.ConditionUnknown {
+	if s := health.ReadyStatus(node); s != corev1.ConditionUnknown {
 		o.fail(InvPodsOnce, "pod %s of %s marked NotReady while the node's Ready is %s, its kubelet's to set", uid, name, s)
 		return
 	}
@@ -175,21 +175,21 @@ func (o *observer) step(cs *controllers) {
 						ran, o.served[k.name])
 				}
 			}
-		case readyStatus(node) == corev1.ConditionTrue:
+		case health.ReadyStatus(node) == corev1.ConditionTrue:
 			delete(o.served, k.name)
 		}
 		// A maintenance grace runs once per maintenance.
-		if !k.maintenance || !hasMaintenance(node) || readyStatus(node) == corev1.ConditionTrue {
+		if !k.maintenance || !hasMaintenance(node) || health.ReadyStatus(node) == corev1.ConditionTrue {
 			// Out of maintenance, or back: a new failure gets a new grace.
 			delete(o.notReadyInMaintenance, k.name)
 			continue
 		}
-		if _, seen := o.notReadyInMaintenance[k.name]; !seen && readyStatus(node) != corev1.ConditionTrue {
+		if _, seen := o.notReadyInMaintenance[k.name]; !seen && health.ReadyStatus(node) != corev1.ConditionTrue {
 			// The grace runs from the later of the two starts as the
 			// cluster stores them: the node's ceasing to be Ready, and the
 			// maintenance's as its condition is stamped, which may be
 			// before the condition landed (set during an outage).
-			o.notReadyInMaintenance[k.name] = laterOf(health.ReadyCondition(node).LastTransitionTime.Time, k.maintenanceSince)
+			o.notReadyInMaintenance[k.name] = health.Later(health.ReadyCondition(node).LastTransitionTime.Time, k.maintenanceSince)
 		}
 		from, seen := o.notReadyInMaintenance[k.name]
 		if at, denied := o.deniedAtFailover[k.name]; denied && !at.Before(from) {
@@ -264,7 +264,7 @@ func (o *observer) partition(cs *controllers) {
 	// A node's silence shows from its last heartbeat that reached the
 	// apiserver (none lands in an outage), as the controller hears it: a
 	// lagging watch delivers it late.
-	seen := func(k *kubelet) time.Time { return laterOf(k.landed, k.delivered) }
+	seen := func(k *kubelet) time.Time { return health.Later(k.landed, k.delivered) }
 	slices.SortFunc(deaths, func(a, b *kubelet) int { return seen(a).Compare(seen(b)) })
 	need := max(3, int(math.Ceil(w.cfg.FreezeThreshold*float64(judged))))
 	for first := 0; first+need <= len(deaths); first++ {
@@ -272,7 +272,7 @@ func (o *observer) partition(cs *controllers) {
 		if seen(deaths[last]).Sub(seen(deaths[first])) > w.cfg.Grace || o.heldChanged.After(seen(deaths[first])) {
 			continue
 		}
-		anchor := laterOf(seen(deaths[last]), laterOf(cs.leader.started, laterOf(w.upSince, o.haltEnded)))
+		anchor := health.Later(seen(deaths[last]), health.Later(cs.leader.started, health.Later(w.upSince, o.haltEnded)))
 		if w.now.After(anchor.Add(w.cfg.Grace+2*w.cfg.MonitorPeriod+w.cfg.Step)) && !g.Frozen {
 			o.fail(InvPartition, "%d of %d judged nodes went silent within %s (from %s) and stay so, but no freeze holds",
 				need, judged, w.cfg.Grace, seen(deaths[first]).Sub(t0))
@@ -287,7 +287,7 @@ func (o *observer) partition(cs *controllers) {
 // left the window by then, nor a node going quiet when it was cleared. A
 // freeze may count it or not. Cleared within a grace, it goes with them.
 func (o *observer) plannedTooLong(k *kubelet) bool {
-	return k.maintenanceEnded.Sub(laterOf(k.landed, k.delivered)) > o.w.cfg.Grace
+	return k.maintenanceEnded.Sub(health.Later(k.landed, k.delivered)) > o.w.cfg.Grace
 }
 
 // maintenanceHeld returns the nodes a maintenance holds now, by the ground
@@ -379,18 +379,11 @@ func lifecycleTaint(node *corev1.Node) *corev1.Taint {
 	return nil
 }
 
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // noExecute returns the node's NoExecute taints that evict its pods, as the
 // ground truth reads them: not the lifecycle ones of a node that reports
 // Ready again.
 func noExecute(node *corev1.Node) []corev1.Taint {
-	ready := readyStatus(node) == corev1.ConditionTrue
+	ready := health.ReadyStatus(node) == corev1.ConditionTrue
 	var out []corev1.Taint
 	for _, t := range node.Spec.Taints {
 		if t.Effect == corev1.TaintEffectNoExecute && (!ready || !eviction.IsLifecycleTaint(t.Key)) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // final checks, once every fault is over and the world has settled, that
@@ -36,7 +37,7 @@ func (o *observer) final() {
 		}
 		if taint == nil || taint.Key != want {
 			o.fail(InvForgotten, "%s (Ready %s) lacks its %s taint, and nothing in the cluster holds it", k.name,
-				readyStatus(node), want)
+				health.ReadyStatus(node), want)
 			continue
 		}
 		timeout := w.settings(node).PodEvictionTimeout

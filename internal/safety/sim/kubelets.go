@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,7 +38,7 @@ func (w *world) actKubelets() (leasesRenewed []string) {
 			if k.ready {
 				want = corev1.ConditionTrue
 			}
-			if readyStatus(node) != want {
+			if health.ReadyStatus(node) != want {
 				setReady(node, want, w.now)
 				k.landed = w.now
 				changed = true

@@ -272,15 +272,6 @@ func (w *world) guardConfig() disruption.Config {
 		FreezeThreshold: w.cfg.FreezeThreshold, FreezeWindow: w.cfg.Grace, FreezeCooldown: w.cfg.FreezeCooldown}
 }
 
-// readyStatus returns a node's Ready condition status as the cluster holds
-// it.
-func readyStatus(node *corev1.Node) corev1.ConditionStatus {
-	if c := health.ReadyCondition(node); c != nil {
-		return c.Status
-	}
-	return ""
-}
-
 // apply makes an event happen now.
 func (w *world) apply(e Event, c *controllers) {
 	later := func(d time.Duration, do func()) { w.ends = append(w.ends, pending{at: w.now.Add(d), do: do}) }
