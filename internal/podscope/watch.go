@@ -106,23 +106,5 @@ func stripManagedFields(obj any) (any, error) {
 	return obj, nil
 }
 
-// subscriber is a controller's queue and the predicates its pod events
-// must pass.
-type subscriber struct {
-	queue queue
-	preds []predicate.TypedPredicate[*corev1.Pod]
-}
-
-// passes reports whether the event passes every predicate, as pass asks
-// each.
-func (sub *subscriber) passes(pass func(predicate.TypedPredicate[*corev1.Pod]) bool) bool {
-	for _, p := range sub.preds {
-		if !pass(p) {
-			return false
-		}
-	}
-	return true
-}
-
 // nodeKey is the request key of a node.
 func nodeKey(node string) client.ObjectKey { return client.ObjectKey{Name: node} }
