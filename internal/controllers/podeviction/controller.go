@@ -79,11 +79,9 @@ type Reconciler struct {
 	Due func(pod *corev1.Pod, at time.Time)
 
 	pending pendingCounts
-	// deleted holds the pods deleted but not yet shown deleting by the
-	// cache.
-	deleted deletions
-	// retries spaces the attempts on pods whose eviction failed.
-	retries retries
+	// attempts remembers the pods deleted that the cache does not show
+	// deleting yet, and spaces the attempts on pods whose eviction failed.
+	attempts attempts
 }
 
 // Reconcile deletes the node's pods whose deadline has passed, where the
@@ -111,15 +109,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	r.deleted.prune(now)
-	r.retries.prune(now)
+	r.attempts.prune(now)
 	var next time.Time
 	pending, candidates := 0, pods[:0:0]
 	for _, pod := range pods {
-		switch retry := r.retries.notBefore(pod.UID, now); {
+		switch deleted, retry := r.attempts.of(pod.UID, now); {
 		case pod.DeletionTimestamp != nil:
-			r.deleted.seen(pod.UID)
-		case r.deleted.pending(pod.UID):
+			r.attempts.forget(pod.UID)
+		case deleted:
 		case retry.After(now):
 			pending++
 			next = health.Earliest(next, retry)
@@ -181,10 +178,9 @@ func (p *port) Live(ctx context.Context, name string) (*corev1.Node, *coordinati
 func (p *port) Evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod, d eviction.Decision) error {
 	err := p.r.evict(ctx, node, pod, d)
 	if err == nil {
-		p.r.retries.forget(pod.UID)
 		return nil
 	}
-	at := p.r.retries.failed(pod.UID, p.now)
+	at := p.r.attempts.failed(pod.UID, p.now)
 	evictionFailures.Inc()
 	ctrl.LoggerFrom(ctx).Error(err, "Eviction failed", "Pod", client.ObjectKeyFromObject(pod), "retryAt", at)
 	p.mu.Lock()
@@ -234,7 +230,7 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 		}
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	r.deleted.done(pod.UID, r.Clock.Now())
+	r.attempts.deleted(pod.UID, r.Clock.Now())
 	delay := r.Clock.Since(d.At)
 	podDeletions.Inc()
 	evictionDelay.Observe(delay.Seconds())
