@@ -190,17 +190,17 @@ func TestGuardHaltsWhenEveryZoneIsDown(t *testing.T) {
 	if c := g.Update("a", NodeStatus{Zone: "z1"}, t0); c.Halt {
 		t.Fatal("one full zone beside a healthy one is no halt")
 	}
-	if g.Zone(ZoneID{Zone: "z1"}).State != ZoneFullDisruption {
-		t.Fatalf("z1 is %s", g.Zone(ZoneID{Zone: "z1"}).State)
+	if g.Snapshot().Zones[ZoneID{Zone: "z1"}].State != ZoneFullDisruption {
+		t.Fatalf("z1 is %s", g.Snapshot().Zones[ZoneID{Zone: "z1"}].State)
 	}
 	c := g.Update("b", NodeStatus{Zone: "z2"}, t0)
-	if !c.Halt || !c.Halted || !g.Halted() {
+	if !c.Halt || !c.Halted || !g.Snapshot().Halted {
 		t.Fatalf("every zone down should halt: %+v", c)
 	}
 	if ok, wait, why := g.TakeTaint("a", t0); ok || wait >= 0 || why != HeldHalted {
 		t.Fatalf("tainting while halted: %v %v %q", ok, wait, why)
 	}
-	if ok, _ := g.DestructiveAllowed(); ok {
+	if ok, _ := g.DestructiveAllowedFor("b"); ok {
 		t.Fatal("evictions allowed while halted")
 	}
 	if c := g.Update("b", NodeStatus{Zone: "z2", Ready: true}, t0); !c.Halt || c.Halted {
@@ -208,7 +208,7 @@ func TestGuardHaltsWhenEveryZoneIsDown(t *testing.T) {
 	}
 	// An excluded node counts for nothing.
 	g.Update("m", NodeStatus{Zone: "z1", Excluded: true, Ready: true}, t0)
-	if g.Zone(ZoneID{Zone: "z1"}).State != ZoneFullDisruption {
+	if g.Snapshot().Zones[ZoneID{Zone: "z1"}].State != ZoneFullDisruption {
 		t.Fatal("an excluded ready node lifted a full disruption")
 	}
 }
@@ -218,8 +218,8 @@ func TestGuardPartialDisruptionSlowsOrStopsTainting(t *testing.T) {
 	for i := range 6 {
 		g.Update(fmt.Sprint("n", i), NodeStatus{Zone: "z", Ready: i >= 4}, t0) // 4 of 6 down
 	}
-	if g.Zone(ZoneID{Zone: "z"}).State != ZonePartialDisruption {
-		t.Fatalf("state %s", g.Zone(ZoneID{Zone: "z"}).State)
+	if g.Snapshot().Zones[ZoneID{Zone: "z"}].State != ZonePartialDisruption {
+		t.Fatalf("state %s", g.Snapshot().Zones[ZoneID{Zone: "z"}].State)
 	}
 	g.TakeTaint("n0", t0)
 	if _, wait, _ := g.TakeTaint("n1", t0); wait != 2*time.Second {
@@ -243,7 +243,7 @@ func TestGuardFreezeBlocksDestructiveWork(t *testing.T) {
 	for i := range 3 {
 		c = g.Update(fmt.Sprint("n", i), NodeStatus{Zone: fmt.Sprint("z", i%2), SilentSince: t0}, t0)
 	}
-	if !c.Freeze || !c.Frozen || !g.Frozen() {
+	if !c.Freeze || !c.Frozen || !g.Snapshot().Frozen {
 		t.Fatalf("3 of 5 silent at once should freeze: %+v", c)
 	}
 	if ok, _, why := g.TakeTaint("n0", t0); ok || why != HeldFrozen {

@@ -21,7 +21,7 @@ func TestGuardMaintenanceCountsNowhere(t *testing.T) {
 	for i := range 3 {
 		g.Update(fmt.Sprint("a", i), NodeStatus{Zone: "z1", Maintenance: true, SilentSince: t0}, t0)
 	}
-	if z := g.Zone(ZoneID{Zone: "z1"}); z.State != ZoneNormal || z.Size() != 1 {
+	if z := g.Snapshot().Zones[ZoneID{Zone: "z1"}]; z.State != ZoneNormal || z.Size() != 1 {
 		t.Fatalf("three of four in maintenance turned the zone: %+v", z)
 	}
 	if c := g.Update("b", NodeStatus{Zone: "z2", Maintenance: true, SilentSince: t0}, t0); c.Halt {
@@ -29,7 +29,7 @@ func TestGuardMaintenanceCountsNowhere(t *testing.T) {
 	}
 	// Its maintenance over, the node counts again, as not ready.
 	g.Update("a0", NodeStatus{Zone: "z1", SilentSince: t0}, t0.Add(time.Hour))
-	if z := g.Zone(ZoneID{Zone: "z1"}); z.NotReady != 1 || z.Size() != 2 {
+	if z := g.Snapshot().Zones[ZoneID{Zone: "z1"}]; z.NotReady != 1 || z.Size() != 2 {
 		t.Fatalf("a node out of maintenance is not counted: %+v", z)
 	}
 }
@@ -104,13 +104,13 @@ func TestGuardMaintenanceIsNoBreakerCount(t *testing.T) {
 	// A ready node elsewhere: p's zone, its one counted node dead, is
 	// fully disrupted, and every zone being so would halt the cluster.
 	g.Update("other", NodeStatus{Zone: "z", Ready: true}, t0)
-	if c := g.Tick([]string{"p0", "p1", "p2"}, 0, t0); g.PoolHold("p") != "" {
+	if c := g.Tick([]string{"p0", "p1", "p2"}, 0, t0); g.Snapshot().Held["p"] != "" {
 		t.Fatalf("nodes fading into maintenance tripped the breaker: %+v", c)
 	}
 	for i := range 3 {
 		g.Update(fmt.Sprint("p", i), NodeStatus{Pool: "p", Zone: "z", Maintenance: true, SilentSince: t0}, t0)
 	}
-	if why := g.PoolHold("p"); why != "" {
+	if why := g.Snapshot().Held["p"]; why != "" {
 		t.Fatalf("nodes in maintenance tripped the breaker: %q", why)
 	}
 	// The one node out of maintenance dies: within the limit of one.

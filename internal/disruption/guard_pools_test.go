@@ -18,10 +18,10 @@ func TestGuardCountsZonesWithinAPool(t *testing.T) {
 		g.Update(fmt.Sprint("n", i), NodeStatus{Zone: "z", Ready: true}, t0)
 	}
 	g.Update("gpu0", NodeStatus{Pool: "gpu", Zone: "z"}, t0)
-	if s := g.Zone(ZoneID{Pool: "gpu", Zone: "z"}).State; s != ZoneFullDisruption {
+	if s := g.Snapshot().Zones[ZoneID{Pool: "gpu", Zone: "z"}].State; s != ZoneFullDisruption {
 		t.Fatalf("the gpu pool's zone z is %s, want FullDisruption", s)
 	}
-	if s := g.Zone(ZoneID{Zone: "z"}).State; s != ZoneNormal {
+	if s := g.Snapshot().Zones[ZoneID{Zone: "z"}].State; s != ZoneNormal {
 		t.Fatalf("the default pool's zone z is %s, want Normal", s)
 	}
 	// Not every zone is down: the gpu node is tainted at the normal rate.
@@ -79,17 +79,17 @@ func TestGuardReportsPoolHoldChanges(t *testing.T) {
 	zero := intstr.FromInt32(0)
 	g.SetPool("p", &Pool{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55, MaxUnhealthy: &zero}, t0)
 	g.Update("n0", NodeStatus{Pool: "p", Zone: "z", Ready: true}, t0)
-	if c := g.Update("n0", NodeStatus{Pool: "p", Zone: "z"}, t0); !slices.Contains(c.Held, "p") || g.PoolHold("p") != HeldBreaker {
-		t.Fatalf("breaker trip not reported: %+v, hold %q", c, g.PoolHold("p"))
+	if c := g.Update("n0", NodeStatus{Pool: "p", Zone: "z"}, t0); !slices.Contains(c.Held, "p") || g.Snapshot().Held["p"] != HeldBreaker {
+		t.Fatalf("breaker trip not reported: %+v, hold %q", c, g.Snapshot().Held["p"])
 	}
-	if c := g.Update("n0", NodeStatus{Pool: "p", Zone: "z", Ready: true}, t0); !slices.Contains(c.Held, "p") || g.PoolHold("p") != "" {
+	if c := g.Update("n0", NodeStatus{Pool: "p", Zone: "z", Ready: true}, t0); !slices.Contains(c.Held, "p") || g.Snapshot().Held["p"] != "" {
 		t.Fatalf("breaker reset not reported: %+v", c)
 	}
 	// Pausing a pool, even one without nodes, is a change of hold.
 	if c := g.SetPool("q", &Pool{Paused: true}, t0); !slices.Contains(c.Held, "q") {
 		t.Fatalf("pause not reported: %+v", c)
 	}
-	if c := g.SetPool("q", nil, t0); !slices.Contains(c.Held, "q") || g.PoolHold("q") != "" {
+	if c := g.SetPool("q", nil, t0); !slices.Contains(c.Held, "q") || g.Snapshot().Held["q"] != "" {
 		t.Fatalf("dropping a paused pool did not end its hold: %+v", c)
 	}
 }
@@ -105,21 +105,21 @@ func TestGuardBreakerCountsFadingNodes(t *testing.T) {
 	// Two of x's nodes went quiet together; the first expires and is
 	// marked, the second has not yet: the breaker must already hold.
 	c := g.Tick([]string{"x0", "x1", "other"}, 0, t0)
-	if !slices.Contains(c.Held, "x") || g.PoolHold("x") != HeldBreaker {
-		t.Fatalf("two fading nodes of three with maxUnhealthy 1: %+v, hold %q", c, g.PoolHold("x"))
+	if !slices.Contains(c.Held, "x") || g.Snapshot().Held["x"] != HeldBreaker {
+		t.Fatalf("two fading nodes of three with maxUnhealthy 1: %+v, hold %q", c, g.Snapshot().Held["x"])
 	}
 	g.Update("x0", NodeStatus{Pool: "x", Zone: "z", SilentSince: t0}, t0)
 	if ok, _, why := g.TakeTaint("x0", t0); ok || why != HeldBreaker {
 		t.Fatalf("the first expired node was tainted: %v %q", ok, why)
 	}
 	// The default pool has no breaker.
-	if g.PoolHold("") != "" {
-		t.Fatalf("default pool held: %q", g.PoolHold(""))
+	if g.Snapshot().Held[""] != "" {
+		t.Fatalf("default pool held: %q", g.Snapshot().Held[""])
 	}
 	// x1 comes back before it expires: one unhealthy node is within the
 	// limit again.
-	if c := g.Tick([]string{"x0"}, 0, t0.Add(time.Second)); g.PoolHold("x") != "" || !slices.Contains(c.Held, "x") {
-		t.Fatalf("breaker stayed: %+v, hold %q", c, g.PoolHold("x"))
+	if c := g.Tick([]string{"x0"}, 0, t0.Add(time.Second)); g.Snapshot().Held["x"] != "" || !slices.Contains(c.Held, "x") {
+		t.Fatalf("breaker stayed: %+v, hold %q", c, g.Snapshot().Held["x"])
 	}
 }
 

@@ -117,9 +117,6 @@ func (p *pools) update(name string, counts func() Counts) bool {
 	return true
 }
 
-// hold returns why the named pool holds as a whole, or "".
-func (p *pools) hold(name string) string { return p.held[name] }
-
 // nodeHold returns why a node's pool, or its zone in a pool that halts
 // fully disrupted zones, holds NoExecute taints and evictions back, or "".
 func (p *pools) nodeHold(st NodeStatus, zone ZoneState) string {

@@ -80,15 +80,6 @@ func (g *Guard) CancelTaint(name string) {
 	g.queues.leave(zoneOf(st), name)
 }
 
-// DestructiveAllowed reports whether evictions may proceed anywhere, and if
-// not, why.
-func (g *Guard) DestructiveAllowed() (bool, string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	why := g.cluster.hold()
-	return why == "", why
-}
-
 // DestructiveAllowedFor reports whether the named node may be tainted
 // NoExecute, its pods marked NotReady or evicted, and if not, why: the
 // cluster-wide holds, then its pool's and its zone's, then the wait after

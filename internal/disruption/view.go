@@ -5,28 +5,6 @@ import (
 	"time"
 )
 
-// Halted reports whether every zone is fully disrupted.
-func (g *Guard) Halted() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cluster.halted
-}
-
-// Frozen reports whether a partition freeze holds.
-func (g *Guard) Frozen() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cluster.frozen()
-}
-
-// PoolHold reports why the named pool holds NoExecute taints and evictions
-// back as a whole (paused, or its breaker tripped), or "".
-func (g *Guard) PoolHold(name string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.pools.hold(name)
-}
-
 // Silent reports whether the guard knows the node as one without heartbeats.
 func (g *Guard) Silent(name string) bool {
 	g.mu.Lock()
@@ -42,13 +20,6 @@ func (g *Guard) LostCount(now time.Time) (lost, total int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.cluster.lost(now), g.census.judged()
-}
-
-// Zone returns a zone's counts and state.
-func (g *Guard) Zone(key ZoneID) ZoneSnapshot {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.census.zone(key)
 }
 
 // Nodes returns the names of the nodes in the given zones, or of every node

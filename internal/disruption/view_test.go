@@ -22,7 +22,7 @@ func TestSnapshotIsACopyOfOneMoment(t *testing.T) {
 
 	s := g.Snapshot()
 	pz, dz := ZoneID{Pool: "p", Zone: "z"}, ZoneID{Zone: "z"}
-	if len(s.Zones) != 2 || s.Zones[pz] != g.Zone(pz) || s.Zones[dz] != g.Zone(dz) {
+	if len(s.Zones) != 2 || s.Zones[pz] != g.Snapshot().Zones[pz] || s.Zones[dz] != g.Snapshot().Zones[dz] {
 		t.Fatalf("Zones = %v, want the pool's zone and the default one as Zone reports them", s.Zones)
 	}
 	if s.Zones[pz].State != ZoneFullDisruption || s.Zones[dz].Ready != 4 {
@@ -37,7 +37,7 @@ func TestSnapshotIsACopyOfOneMoment(t *testing.T) {
 
 	delete(s.Held, "p")
 	s.Zones[dz] = ZoneSnapshot{}
-	if g.PoolHold("p") != HeldBreaker || g.Zone(dz).Ready != 4 {
+	if g.Snapshot().Held["p"] != HeldBreaker || g.Snapshot().Zones[dz].Ready != 4 {
 		t.Fatal("changing the snapshot changed the guard")
 	}
 }

@@ -109,7 +109,7 @@ func TestReadyNodesInMaintenanceCountAsReady(t *testing.T) {
 	for i := range 3 {
 		ds = append(ds, look(m, node(fmt.Sprint("n-", i), corev1.ConditionUnknown, marked), marked))
 	}
-	if z := m.guard.Zone(disruption.ZoneID{Zone: "/z"}); z.State != disruption.ZoneNormal || z.Ready != 7 || z.NotReady != 3 {
+	if z := m.guard.Snapshot().Zones[disruption.ZoneID{Zone: "/z"}]; z.State != disruption.ZoneNormal || z.Ready != 7 || z.NotReady != 3 {
 		t.Fatalf("zone = %+v, want Normal with 7 Ready and 3 not", z)
 	}
 	for i, d := range ds {

@@ -32,7 +32,7 @@ func TestNewLeaderKeepsTheTaintOfADeadZoneItLooksAtFirst(t *testing.T) {
 	f := newFixture(t, []client.Object{dead, live, nodeLease(t0)}, nil, nil)
 
 	f.reconcile(t) // n1, before the healthy zone's n2
-	if f.guard.Halted() {
+	if f.guard.Snapshot().Halted {
 		t.Error("the guard finds every zone down with a healthy zone in the cache")
 	}
 	if !safety.HasNoExecute(f.node(t), corev1.TaintNodeUnreachable) {
@@ -55,7 +55,7 @@ func TestANodeDeletedBeforeItsFirstReconcileLeavesNoGhost(t *testing.T) {
 
 	f.reconcile(t) // seeds the guard with both, judges n1
 	id := disruptionZone(dead)
-	if got := f.guard.Zone(id); got.Ready != 1 || got.NotReady != 1 {
+	if got := f.guard.Snapshot().Zones[id]; got.Ready != 1 || got.NotReady != 1 {
 		t.Fatalf("zone after seeding: %+v", got)
 	}
 	if err := f.cached.Delete(t.Context(), ghost); err != nil {
@@ -64,10 +64,10 @@ func TestANodeDeletedBeforeItsFirstReconcileLeavesNoGhost(t *testing.T) {
 	if _, err := f.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "n2"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.guard.Zone(id); got.Ready != 0 || got.NotReady != 1 || got.State != disruption.ZoneFullDisruption {
+	if got := f.guard.Snapshot().Zones[id]; got.Ready != 0 || got.NotReady != 1 || got.State != disruption.ZoneFullDisruption {
 		t.Fatalf("zone after the deletion: %+v; want one not-ready node, fully disrupted", got)
 	}
-	if !f.guard.Halted() {
+	if !f.guard.Snapshot().Halted {
 		t.Fatal("every zone is down, but the guard does not halt")
 	}
 }
