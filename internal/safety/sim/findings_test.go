@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // Seams between the safety rules, each as a sequence that broke an
@@ -226,7 +228,7 @@ func TestFindingADeniedNodeDoesNotHoldItsZone(t *testing.T) {
 		if marked.IsZero() || tainted.IsZero() {
 			t.Fatalf("%s: marked at %v, tainted at %v; want both", name, marked.Sub(t0), tainted.Sub(t0))
 		}
-		from := laterOf(marked, prev)
+		from := health.Later(marked, prev)
 		if waited := tainted.Sub(from); waited > bound {
 			t.Errorf("%s waited %s for its taint from %s (marked at %s), want at most %s", name, waited,
 				from.Sub(t0), marked.Sub(t0), bound)
