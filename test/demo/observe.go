@@ -193,17 +193,20 @@ func (o *observer) observe(ctx context.Context) (*snapshot, error) {
 
 // partitionFreeze returns the message of the PartitionFreeze event the
 // controller recorded since the given time, or "" if there is none. The
-// event is about the kube-node-lease Namespace, a cluster-scoped object, so
-// it lives in the default namespace.
+// controller writes core/v1 Events, as kube-controller-manager does: they
+// carry first and last timestamps and no eventTime, and an event recorded
+// again is counted on the first one, its last timestamp moved on. The event
+// is about the kube-node-lease Namespace, a cluster-scoped object, so it
+// lives in the default namespace.
 func (o *observer) partitionFreeze(ctx context.Context, since time.Time) (string, error) {
-	events, err := o.client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+	events, err := o.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", fmt.Errorf("list events: %w", err)
 	}
 	for _, e := range events.Items {
-		if e.Reason == "PartitionFreeze" && e.Regarding.Kind == "Namespace" && e.Regarding.Name == corev1.NamespaceNodeLease &&
-			!e.EventTime.Time.Before(since.Truncate(time.Second)) {
-			return e.Note, nil
+		if e.Reason == "PartitionFreeze" && e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == corev1.NamespaceNodeLease &&
+			!e.LastTimestamp.Time.Before(since.Truncate(time.Second)) {
+			return e.Message, nil
 		}
 	}
 	return "", nil
