@@ -565,3 +565,37 @@ func TestFoundTwoOutagesCloseTogetherKeepThePartitionTogether(t *testing.T) {
 		{At: s(142), Kind: Outage, For: s(38)},
 	})
 }
+
+// Found by breaking the executor on purpose: a node whose taint write
+// fails hands its turn in its zone's line to the node behind it at once,
+// not when that node's own wait, or the resync, comes round. Node 4 takes
+// the zone's token; node 0, whose patches are denied, and node 8 die just
+// after it, node 0 at the head of the line: node 8 is tainted within two
+// steps of node 0's turn, one token after node 4's.
+func TestFindingAFailedWriteHandsItsTurnOn(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Nodes, cfg.Zones, cfg.PoolNodes = 80, 4, 0
+	cfg.Rate = 0.1
+	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	for off := range 5 {
+		t.Run(fmt.Sprintf("dying %ds after the first", 5+off), func(t *testing.T) {
+			seq := Sequence{
+				{At: 0, Kind: Deny, Node: 0},
+				{At: 0, Kind: Kill, Node: 4},
+				{At: s(5 + off), Kind: Kill, Node: 0},
+				{At: s(6 + off), Kind: Kill, Node: 8},
+			}
+			obs, v := run(cfg, seq)
+			if v != nil {
+				t.Fatalf("%v\nsequence:\n%s", v, seq)
+			}
+			first, next := obs.taintedAt["node-4"], obs.taintedAt["node-8"]
+			if first.IsZero() || next.IsZero() {
+				t.Fatalf("node-4 tainted at %v, node-8 at %v; want both", first.Sub(t0), next.Sub(t0))
+			}
+			if bound := first.Add(interval + 2*cfg.Step); next.After(bound) {
+				t.Errorf("node-8 tainted at %v, want by %v: one token after node-4's at %v", next.Sub(t0), bound.Sub(t0), first.Sub(t0))
+			}
+		})
+	}
+}
