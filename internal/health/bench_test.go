@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 // BenchmarkHeartbeat is the per-heartbeat path: read the pulse of a renewed
@@ -48,7 +50,7 @@ func BenchmarkHeardLease(b *testing.B) {
 // nodes, which share one Node and one Lease object, and the nodes' names.
 func trackedFleet(n int) (*Tracker, *corev1.Node, *coordinationv1.Lease, []string) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	lease := (&leaseState{renew: t0}).object()
 	names := make([]string, n)
 	for i := range names {
@@ -69,9 +71,9 @@ func BenchmarkJudge(b *testing.B) {
 		node *corev1.Node
 		now  time.Time
 	}{
-		{"healthy", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0.Add(10 * time.Second)},
-		{"expired", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0.Add(time.Minute)},
-		{"never reported", nodeWithReady("", ""), t0.Add(30 * time.Second)},
+		{"healthy", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0.Add(10 * time.Second)},
+		{"expired", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0.Add(time.Minute)},
+		{"never reported", testobj.Node("n1"), t0.Add(30 * time.Second)},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 type leaseState struct{ renew time.Time }
@@ -27,7 +29,7 @@ func (l *leaseState) object() *coordinationv1.Lease {
 
 func TestTrackerFirstObservationIsAHeartbeat(t *testing.T) {
 	tr := NewTracker()
-	p := PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil)
+	p := PulseOf(testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), nil)
 	obs := tr.Observe("n1", "a", p, t0)
 	if !obs.First || !obs.Renewed || !obs.LastHeartbeat.Equal(t0) {
 		t.Fatalf("first observation: %+v", obs)
@@ -45,7 +47,7 @@ func TestTrackerFirstObservationIsAHeartbeat(t *testing.T) {
 
 func TestTrackerLeaseComingAndGoing(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	lease := (&leaseState{renew: t0}).object()
 	tr.Observe("n1", "a", PulseOf(node, lease), t0)
 
@@ -61,7 +63,7 @@ func TestTrackerLeaseComingAndGoing(t *testing.T) {
 
 func TestTrackerIgnoresTheControllersOwnNeverUpdatedMark(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady("", "")
+	node := testobj.Node("n1")
 	tr.Observe("n1", "a", PulseOf(node, nil), t0)
 	marked, _ := MarkUnknown(node.Status.Conditions, node.CreationTimestamp, metav1.NewTime(t0.Add(time.Minute)))
 	node.Status.Conditions = marked
@@ -72,7 +74,7 @@ func TestTrackerIgnoresTheControllersOwnNeverUpdatedMark(t *testing.T) {
 
 func TestTrackerMetadataOnlyLeaseChangeIsNotAHeartbeat(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	lease := (&leaseState{renew: t0}).object()
 	tr.Observe("n1", "a", PulseOf(node, lease), t0)
 	lease.Labels = map[string]string{"x": "y"}
@@ -88,7 +90,7 @@ func TestTrackerMetadataOnlyLeaseChangeIsNotAHeartbeat(t *testing.T) {
 
 func TestTrackerOverdueAndForget(t *testing.T) {
 	tr := NewTracker()
-	p := PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil)
+	p := PulseOf(testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), nil)
 	for _, n := range []string{"a", "b", "c"} {
 		tr.Observe(n, "u", p, t0)
 	}
@@ -154,7 +156,7 @@ func TestMarkUnknown(t *testing.T) {
 
 func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	node.UID = "a"
 	lease := &leaseState{renew: t0}
 	tr.Observe("n1", "a", PulseOf(node, lease.object()), t0)
@@ -192,7 +194,7 @@ func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 // would have recorded Unreachable, may not have landed.
 func TestTrackerAsksForALookOnlyOffTheHealthyPath(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	node.UID = "a"
 	lease := &leaseState{renew: t0}
 	obs := tr.Observe("n1", "a", PulseOf(node, lease.object()), t0)
@@ -224,7 +226,7 @@ func TestTrackerAsksForALookOnlyOffTheHealthyPath(t *testing.T) {
 
 func TestTrackerHearsOnlyTrackedNodes(t *testing.T) {
 	tr := NewTracker()
-	node := nodeWithReady(corev1.ConditionTrue, "")
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 	node.UID = "a"
 	if tr.HeardNode(node, t0).Heartbeat() || tr.HeardLease("n1", (&leaseState{renew: t0}).object(), t0).Heartbeat() {
 		t.Fatal("an untracked node was heard: its first observation belongs to the reconcile")
@@ -253,7 +255,7 @@ func TestTrackerFadingUsesEachNodesOwnGrace(t *testing.T) {
 		name  string
 		grace time.Duration
 	}{{"short", 10 * time.Second}, {"long", time.Minute}, {"unjudged", 0}} {
-		tr.Observe(n.name, types.UID(n.name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), t0)
+		tr.Observe(n.name, types.UID(n.name), PulseOf(testobj.Node(n.name, testobj.Ready(corev1.ConditionTrue)), nil), t0)
 		if n.grace > 0 {
 			tr.Judged(n.name, Verdict{State: StateHealthy, Deadline: t0.Add(n.grace), Grace: n.grace})
 		}
@@ -281,7 +283,7 @@ func TestTrackerExcusesAnOutage(t *testing.T) {
 		"long-quiet": t0.Add(-40 * time.Second),
 	}
 	for name, at := range heard {
-		tr.Observe(name, types.UID(name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), at)
+		tr.Observe(name, types.UID(name), PulseOf(testobj.Node(name, testobj.Ready(corev1.ConditionTrue)), nil), at)
 		tr.Judged(name, Verdict{State: StateHealthy, Deadline: at.Add(grace), Grace: grace})
 	}
 	from, to := t0.Add(20*time.Second), t0.Add(80*time.Second)
@@ -294,7 +296,7 @@ func TestTrackerExcusesAnOutage(t *testing.T) {
 		"long-quiet": t0.Add(20 * time.Second),
 	}
 	for name, at := range want {
-		obs := tr.Observe(name, types.UID(name), PulseOf(nodeWithReady(corev1.ConditionTrue, ""), nil), to)
+		obs := tr.Observe(name, types.UID(name), PulseOf(testobj.Node(name, testobj.Ready(corev1.ConditionTrue)), nil), to)
 		if !obs.LastHeartbeat.Equal(at) {
 			t.Errorf("%s: last heartbeat %v after the outage, want %v", name, obs.LastHeartbeat.Sub(t0), at.Sub(t0))
 		}
@@ -320,8 +322,8 @@ func TestTrackerQuietCountsOnlyFreshSilences(t *testing.T) {
 	judge := func(name string) {
 		tr.Judged(name, Verdict{State: StateHealthy, Grace: grace})
 	}
-	ready := nodeWithReady(corev1.ConditionTrue, "")
-	marked := nodeWithReady(corev1.ConditionUnknown, ReasonUnknown)
+	ready := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
+	marked := testobj.Node("n1", testobj.Ready(corev1.ConditionUnknown))
 	// Observed at t0: "dead" and "quiet" never heard again, "alive"
 	// renews its Lease, "marked" was already Unknown.
 	for _, name := range []string{"dead", "quiet", "alive"} {

@@ -6,23 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var (
 	t0    = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	grace = Grace{Monitor: 50 * time.Second, Startup: time.Minute}
 )
-
-func nodeWithReady(status corev1.ConditionStatus, reason string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}}
-	if status != "" {
-		n.Status.Conditions = []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: status, Reason: reason,
-			LastHeartbeatTime: metav1.NewTime(t0.Add(-time.Hour)),
-		}}
-	}
-	return n
-}
 
 func TestJudge(t *testing.T) {
 	tests := []struct {
@@ -34,27 +25,29 @@ func TestJudge(t *testing.T) {
 		wantDeadline  time.Time
 		wantExpired   bool
 	}{
-		{"ready and fresh", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(10 * time.Second),
+		{"ready and fresh", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0, t0.Add(10 * time.Second),
 			StateHealthy, t0.Add(50 * time.Second), false},
-		{"one nanosecond before the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(50*time.Second - 1),
+		{"one nanosecond before the deadline", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0, t0.Add(50*time.Second - 1),
 			StateHealthy, t0.Add(50 * time.Second), false},
-		{"exactly at the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(50 * time.Second),
+		{"exactly at the deadline", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0, t0.Add(50 * time.Second),
 			StateUnreachable, t0.Add(50 * time.Second), true},
-		{"past the deadline", nodeWithReady(corev1.ConditionTrue, "KubeletReady"), t0, t0.Add(time.Hour),
+		{"past the deadline", testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), t0, t0.Add(time.Hour),
 			StateUnreachable, t0.Add(50 * time.Second), true},
-		{"kubelet says not ready", nodeWithReady(corev1.ConditionFalse, "KubeletNotReady"), t0, t0,
+		{"kubelet says not ready", testobj.Node("n1", testobj.Ready(corev1.ConditionFalse)), t0, t0,
 			StateNotReady, t0.Add(50 * time.Second), false},
-		{"not ready and silent", nodeWithReady(corev1.ConditionFalse, "KubeletNotReady"), t0, t0.Add(51 * time.Second),
+		{"not ready and silent", testobj.Node("n1", testobj.Ready(corev1.ConditionFalse)), t0, t0.Add(51 * time.Second),
 			StateUnreachable, t0.Add(50 * time.Second), true},
-		{"unknown within grace stays unreachable until the kubelet reports", nodeWithReady(corev1.ConditionUnknown, ReasonUnknown),
+		{"unknown within grace stays unreachable until the kubelet reports", testobj.Node("n1", testobj.Ready(corev1.ConditionUnknown)),
 			t0, t0.Add(time.Second), StateUnreachable, t0.Add(50 * time.Second), false},
-		{"a status no API version defines is not ready", nodeWithReady("Maybe", ""), t0, t0,
+		{"a status no API version defines is not ready", testobj.Node("n1", testobj.Ready("Maybe")), t0, t0,
 			StateUnreachable, t0.Add(50 * time.Second), false},
-		{"never reported gets the startup grace", nodeWithReady("", ""), t0, t0.Add(55 * time.Second),
+		{"never reported gets the startup grace", testobj.Node("n1"), t0, t0.Add(55 * time.Second),
 			StateNeverReported, t0.Add(time.Minute), false},
-		{"never reported past the startup grace", nodeWithReady("", ""), t0, t0.Add(time.Minute),
+		{"never reported past the startup grace", testobj.Node("n1"), t0, t0.Add(time.Minute),
 			StateUnreachable, t0.Add(time.Minute), true},
-		{"marked never updated keeps the startup grace", nodeWithReady(corev1.ConditionUnknown, ReasonNeverUpdated), t0, t0.Add(55 * time.Second),
+		{"marked never updated keeps the startup grace",
+			testobj.Node("n1", testobj.Conditions(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: ReasonNeverUpdated})),
+			t0, t0.Add(55 * time.Second),
 			StateUnreachable, t0.Add(time.Minute), false},
 	}
 	for _, tt := range tests {
@@ -115,7 +108,7 @@ func TestJudgeFromHeartbeats(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := NewTracker()
-			node := nodeWithReady(corev1.ConditionTrue, "KubeletReady")
+			node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
 			var lease *leaseState
 			if tt.hasLease {
 				lease = &leaseState{}

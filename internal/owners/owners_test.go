@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var at = metav1.NewTime(time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
@@ -26,20 +28,12 @@ var (
 	labels        = entry("kubectl-label", "", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)
 )
 
-func node(ready corev1.ConditionStatus, taints ...string) *corev1.Node {
-	n := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
-	for _, key := range taints {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute})
-	}
-	return n
-}
-
 func TestTrimKeepsOnlyWhoWroteTheLifecycleStateOfANodeInTrouble(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{kubeletStatus, kcmMark, kcmTaints, labels}
-	if got := Trim(node(corev1.ConditionTrue), managed); got != nil {
+	if got := Trim(testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), managed); got != nil {
 		t.Fatalf("a healthy node keeps %v, want nothing", got)
 	}
-	trimmed := Trim(node(corev1.ConditionUnknown, corev1.TaintNodeUnreachable), managed)
+	trimmed := Trim(testobj.Node("n1", testobj.Ready(corev1.ConditionUnknown), testobj.Taints(corev1.TaintEffectNoExecute, corev1.TaintNodeUnreachable)), managed)
 	if len(trimmed) != 2 {
 		t.Fatalf("kept %d entries, want kube-controller-manager's two: %v", len(trimmed), trimmed)
 	}
@@ -59,11 +53,11 @@ func TestInTrouble(t *testing.T) {
 		node *corev1.Node
 		want bool
 	}{
-		{node(corev1.ConditionTrue), false},
-		{node(corev1.ConditionFalse), false},
-		{node(corev1.ConditionUnknown), true},
-		{node(corev1.ConditionTrue, corev1.TaintNodeNotReady), true},
-		{node(corev1.ConditionTrue, "example.com/dedicated"), false},
+		{testobj.Node("n1", testobj.Ready(corev1.ConditionTrue)), false},
+		{testobj.Node("n1", testobj.Ready(corev1.ConditionFalse)), false},
+		{testobj.Node("n1", testobj.Ready(corev1.ConditionUnknown)), true},
+		{testobj.Node("n1", testobj.Ready(corev1.ConditionTrue), testobj.Taints(corev1.TaintEffectNoExecute, corev1.TaintNodeNotReady)), true},
+		{testobj.Node("n1", testobj.Ready(corev1.ConditionTrue), testobj.Taints(corev1.TaintEffectNoExecute, "example.com/dedicated")), false},
 	} {
 		if got := InTrouble(tc.node); got != tc.want {
 			t.Errorf("InTrouble(Ready=%s, taints %v) = %v, want %v", tc.node.Status.Conditions[0].Status, tc.node.Spec.Taints, got, tc.want)

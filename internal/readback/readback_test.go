@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var key = client.ObjectKey{Name: "n1"}
@@ -63,10 +65,6 @@ func (l *lagging) hold(t *testing.T) *corev1.Node {
 	return n
 }
 
-func node() *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-1"}}
-}
-
 // markUnknown patches the node's Ready condition to Unknown through c,
 // locked to the version given.
 func markUnknown(t *testing.T, c client.Client, n *corev1.Node) *corev1.Node {
@@ -112,7 +110,7 @@ func ready(n *corev1.Node) corev1.ConditionStatus {
 }
 
 func TestServesOwnWritesWhileTheCacheLags(t *testing.T) {
-	l := newLagging(t, node())
+	l := newLagging(t, testobj.Node(key.Name))
 	c := New[corev1.Node](l)
 	cached := l.hold(t)
 
@@ -147,7 +145,7 @@ func TestServesOwnWritesWhileTheCacheLags(t *testing.T) {
 }
 
 func TestServedObjectIsACopy(t *testing.T) {
-	l := newLagging(t, node())
+	l := newLagging(t, testobj.Node(key.Name))
 	c := New[corev1.Node](l)
 	markUnknown(t, c, l.hold(t))
 
@@ -184,7 +182,7 @@ func TestCacheWinsWhenNotBehind(t *testing.T) {
 			cache: func(_ *testing.T, l *lagging, _ *corev1.Node) bool {
 				// Another node of the same name, at a version older than the
 				// write: its UID tells it apart.
-				n := node()
+				n := testobj.Node(key.Name)
 				n.UID = "uid-2"
 				n.ResourceVersion = "1"
 				l.held[key] = n
@@ -198,7 +196,7 @@ func TestCacheWinsWhenNotBehind(t *testing.T) {
 		},
 		"resourceVersion not an integer": {
 			cache: func(_ *testing.T, l *lagging, _ *corev1.Node) bool {
-				n := node()
+				n := testobj.Node(key.Name)
 				n.ResourceVersion = "opaque"
 				l.held[key] = n
 				return true
@@ -217,7 +215,7 @@ func TestCacheWinsWhenNotBehind(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newLagging(t, node())
+			l := newLagging(t, testobj.Node(key.Name))
 			c := New[corev1.Node](l)
 			written := markUnknown(t, c, l.hold(t))
 			exists := tc.cache(t, l, written)
@@ -274,7 +272,7 @@ func TestKeepsNothingThatWasNotWritten(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newLagging(t, node())
+			l := newLagging(t, testobj.Node(key.Name))
 			var inner client.Client = l
 			if tc.over != nil {
 				inner = tc.over(l)
@@ -297,7 +295,7 @@ func (writesNothing) Patch(context.Context, client.Object, client.Patch, ...clie
 
 func TestKeepsOnlyItsKind(t *testing.T) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "n1"}}
-	l := newLagging(t, node(), lease)
+	l := newLagging(t, testobj.Node(key.Name), lease)
 	c := New[corev1.Node](l)
 	base := lease.DeepCopy()
 	lease.Labels = map[string]string{"a": "b"}
@@ -310,7 +308,7 @@ func TestKeepsOnlyItsKind(t *testing.T) {
 }
 
 func TestDeleteForgets(t *testing.T) {
-	l := newLagging(t, node())
+	l := newLagging(t, testobj.Node(key.Name))
 	c := New[corev1.Node](l)
 	written := markUnknown(t, c, l.hold(t))
 	if err := c.Delete(context.Background(), written); err != nil {

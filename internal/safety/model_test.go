@@ -5,15 +5,14 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var settings = policy.Settings{
@@ -39,10 +38,9 @@ var (
 // node returns a node of zone z whose Ready condition has the given status
 // since since, and a heartbeat at alive, with the given extra conditions.
 func node(name string, ready corev1.ConditionStatus, since time.Time, extra ...corev1.NodeCondition) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
-		Labels: map[string]string{corev1.LabelTopologyZone: "z"}}}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
-		LastHeartbeatTime: metav1.NewTime(alive), LastTransitionTime: metav1.NewTime(since)}}
+	c := testobj.Condition(corev1.NodeReady, ready, since)
+	c.LastHeartbeatTime = metav1.NewTime(alive)
+	n := testobj.Node(name, testobj.Labels(map[string]string{corev1.LabelTopologyZone: "z"}), testobj.Conditions(c))
 	if ready == corev1.ConditionUnknown {
 		// Marked as the controller marks: every condition it owns Unknown.
 		n.Status.Conditions[0].Status = corev1.ConditionTrue
@@ -52,14 +50,9 @@ func node(name string, ready corev1.ConditionStatus, since time.Time, extra ...c
 	return n
 }
 
-func lease(name string, renewed time.Time) *coordinationv1.Lease {
-	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: corev1.NamespaceNodeLease, Name: name},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(name), RenewTime: &metav1.MicroTime{Time: renewed}}}
-}
-
 // look has the model look at a node at now, with the node's Lease.
 func look(m *Model, n *corev1.Node, now time.Time) Decision {
-	return m.Look(Input{Node: n, Lease: lease(n.Name, t0), Settings: settings, Now: now, Stamp: now})
+	return m.Look(Input{Node: n, Lease: testobj.Lease(n.Name, n.Name, t0), Settings: settings, Now: now, Stamp: now})
 }
 
 // beat has the model hear a heartbeat of each node at at.

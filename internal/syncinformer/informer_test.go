@@ -8,18 +8,12 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
-)
 
-func lease(name, holder string) *coordinationv1.Lease {
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: name},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder},
-	}
-}
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
+)
 
 // recorder keeps what a handler was told, in order.
 type recorder struct {
@@ -86,7 +80,7 @@ func waitFor(t *testing.T, r *recorder, want ...string) {
 
 func TestHandlersAddedBeforeAndAfterTheStartHearAlike(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
-	src.Add(lease("a", "1"))
+	src.Add(testobj.Lease("a", "1", time.Time{}))
 	i := New(src, &coordinationv1.Lease{}, 0, nil)
 	early := &recorder{}
 	reg, err := i.AddEventHandler(early.handler())
@@ -108,9 +102,9 @@ func TestHandlersAddedBeforeAndAfterTheStartHearAlike(t *testing.T) {
 		t.Fatalf("late handler was told %q on registration", got)
 	}
 
-	src.Modify(lease("a", "2"))
-	src.Add(lease("b", "1"))
-	src.Delete(lease("a", "2"))
+	src.Modify(testobj.Lease("a", "2", time.Time{}))
+	src.Add(testobj.Lease("b", "1", time.Time{}))
+	src.Delete(testobj.Lease("a", "2", time.Time{}))
 	waitFor(t, early, "add a/1 initial=true", "update a/2", "add b/1 initial=false", "delete a/2")
 	waitFor(t, late, "add a/1 initial=true", "update a/2", "add b/1 initial=false", "delete a/2")
 }
@@ -127,12 +121,12 @@ func TestARemovedHandlerHearsNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, i)
-	src.Add(lease("a", "1"))
+	src.Add(testobj.Lease("a", "1", time.Time{}))
 	waitFor(t, removed, "add a/1 initial=false")
 	if err := i.RemoveEventHandler(reg); err != nil {
 		t.Fatal(err)
 	}
-	src.Add(lease("b", "1"))
+	src.Add(testobj.Lease("b", "1", time.Time{}))
 	waitFor(t, kept, "add a/1 initial=false", "add b/1 initial=false")
 	if got := removed.events(); len(got) != 1 {
 		t.Fatalf("removed handler was told %q", got)
@@ -141,7 +135,7 @@ func TestARemovedHandlerHearsNoMore(t *testing.T) {
 
 func TestTransformIsAppliedAndFixedAtStart(t *testing.T) {
 	src := fcache.NewFakeControllerSource()
-	src.Add(lease("a", "1"))
+	src.Add(testobj.Lease("a", "1", time.Time{}))
 	i := New(src, &coordinationv1.Lease{}, 0, nil)
 	if err := i.SetTransform(func(obj any) (any, error) {
 		l := obj.(*coordinationv1.Lease).DeepCopy()

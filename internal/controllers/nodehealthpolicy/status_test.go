@@ -15,6 +15,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var (
@@ -34,13 +35,6 @@ func pol(name string, age time.Duration, labels map[string]string) *v1alpha1.Nod
 	}
 }
 
-func node(name string, ready corev1.ConditionStatus, labels map[string]string) corev1.Node {
-	return corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
-	}
-}
-
 func condition(t *testing.T, st v1alpha1.NodeHealthPolicyStatus, typ string) metav1.Condition {
 	t.Helper()
 	c := meta.FindStatusCondition(st.Conditions, typ)
@@ -55,10 +49,10 @@ func TestStatusCountsTheNodesThatFollowThePolicy(t *testing.T) {
 	older, p := pol("older", time.Hour, map[string]string{"zone": "a"}), pol("gpu", time.Minute, gpu)
 	set := policy.NewSet(defaults, []v1alpha1.NodeHealthPolicy{*older, *p})
 	nodes := []corev1.Node{
-		node("g1", corev1.ConditionTrue, gpu),
-		node("g2", corev1.ConditionUnknown, gpu),
-		node("g3", corev1.ConditionTrue, map[string]string{"gpu": "true", "zone": "a"}), // follows older
-		node("other", corev1.ConditionTrue, nil),
+		*testobj.Node("g1", testobj.Ready(corev1.ConditionTrue), testobj.Labels(gpu)),
+		*testobj.Node("g2", testobj.Ready(corev1.ConditionUnknown), testobj.Labels(gpu)),
+		*testobj.Node("g3", testobj.Ready(corev1.ConditionTrue), testobj.Labels(map[string]string{"gpu": "true", "zone": "a"})), // follows older
+		*testobj.Node("other", testobj.Ready(corev1.ConditionTrue)),
 	}
 	g := guardView{zones: map[string]disruption.ZoneSnapshot{
 		"r/z2": {Counts: disruption.Counts{Ready: 0, NotReady: 1}, State: disruption.ZoneFullDisruption},
@@ -123,7 +117,7 @@ func TestStatusOfAPolicyNotInForce(t *testing.T) {
 	p.Spec.NodeMonitorGracePeriod = &metav1.Duration{Duration: time.Hour}
 	p.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionEvictionAllowed, Status: metav1.ConditionTrue, Reason: "Allowed"}}
 	set := policy.NewSet(defaults, []v1alpha1.NodeHealthPolicy{*p})
-	st := computeStatus(p, set, []corev1.Node{node("n", corev1.ConditionTrue, nil)}, guardView{}, now)
+	st := computeStatus(p, set, []corev1.Node{*testobj.Node("n", testobj.Ready(corev1.ConditionTrue))}, guardView{}, now)
 	if c := condition(t, st, ConditionAccepted); c.Status != metav1.ConditionFalse || c.Reason != ReasonInvalid ||
 		!strings.Contains(c.Message, "must be greater than nodeMonitorGracePeriod") {
 		t.Fatalf("Accepted: %+v", c)

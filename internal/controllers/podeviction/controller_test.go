@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var (
@@ -46,16 +46,6 @@ func unreachable(added *time.Time) corev1.Taint {
 		t.TimeAdded = &metav1.Time{Time: *added}
 	}
 	return t
-}
-
-func pod(name string, seconds *int64) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
-		Spec: corev1.PodSpec{NodeName: "n1"}}
-	if seconds != nil {
-		p.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists,
-			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}}
-	}
-	return p
 }
 
 // newExecutor returns an executor whose model holds nothing back once
@@ -103,10 +93,11 @@ func run(t *testing.T, r *Reconciler) ctrl.Result {
 
 func TestEvictsEachPodAtItsDeadline(t *testing.T) {
 	r, c, clk := newReconciler(taintedNode(unreachable(&t0)),
-		pod("short", ptr.To[int64](30)), pod("plain", nil), pod("forever", nil))
+		testobj.Pod("short", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](30))),
+		testobj.Pod("plain", "n1"), testobj.Pod("forever", "n1"))
 	forever := &corev1.Pod{}
 	_ = c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "forever"}, forever)
-	forever.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	forever.Spec.Tolerations = []corev1.Toleration{testobj.Toleration(corev1.TaintNodeUnreachable, nil)}
 	if err := c.Update(context.Background(), forever); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +122,7 @@ func TestEvictsEachPodAtItsDeadline(t *testing.T) {
 }
 
 func TestAHoldKeepsEvictionsBack(t *testing.T) {
-	r, c, _ := newReconciler(taintedNode(unreachable(&t0)), pod("p", ptr.To[int64](0)))
+	r, c, _ := newReconciler(taintedNode(unreachable(&t0)), testobj.Pod("p", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](0))))
 	x, seed := newExecutor()
 	r.Executor = x
 	if res := run(t, r); res.RequeueAfter != r.BlockedRetry || !exists(t, c, "p") {
@@ -149,10 +140,8 @@ func TestAHoldKeepsEvictionsBack(t *testing.T) {
 // it at once, and leaves the ones that do to the held countdown.
 func TestAHoldLetsAnotherWritersTaintEvict(t *testing.T) {
 	outOfService := corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}}
-	tolerant := pod("tolerant", nil)
-	tolerant.Spec.Tolerations = append(tolerant.Spec.Tolerations, corev1.Toleration{Key: corev1.TaintNodeOutOfService,
-		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
-	r, c, clk := newReconciler(taintedNode(unreachable(&t0), outOfService), pod("plain", nil), tolerant)
+	tolerant := testobj.Pod("tolerant", "n1", testobj.Toleration(corev1.TaintNodeOutOfService, nil))
+	r, c, clk := newReconciler(taintedNode(unreachable(&t0), outOfService), testobj.Pod("plain", "n1"), tolerant)
 	r.Executor, _ = newExecutor()
 	clk.Step(timeout)
 	if res := run(t, r); res.RequeueAfter != r.BlockedRetry {
@@ -167,7 +156,7 @@ func TestAHoldLetsAnotherWritersTaintEvict(t *testing.T) {
 }
 
 func TestATaintWithoutTimeCountsFromWhenItWasFirstSeen(t *testing.T) {
-	r, c, clk := newReconciler(taintedNode(unreachable(nil)), pod("p", ptr.To[int64](60)))
+	r, c, clk := newReconciler(taintedNode(unreachable(nil)), testobj.Pod("p", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](60))))
 	if res := run(t, r); res.RequeueAfter != time.Minute {
 		t.Fatalf("RequeueAfter = %v", res.RequeueAfter)
 	}
@@ -183,7 +172,7 @@ func TestATaintWithoutTimeCountsFromWhenItWasFirstSeen(t *testing.T) {
 }
 
 func TestNoNoExecuteTaintNoEviction(t *testing.T) {
-	r, c, clk := newReconciler(taintedNode(corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}), pod("p", nil))
+	r, c, clk := newReconciler(taintedNode(corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}), testobj.Pod("p", "n1"))
 	clk.Step(time.Hour)
 	if res := run(t, r); res.RequeueAfter != 0 || !exists(t, c, "p") {
 		t.Fatal("a NoSchedule taint evicted a pod")
@@ -194,7 +183,9 @@ func TestNoNoExecuteTaintNoEviction(t *testing.T) {
 // node's other pods still go at their deadlines, and it is tried again
 // ever less often.
 func TestAFailingPodDelaysNoOtherPod(t *testing.T) {
-	r, _, clk := newReconciler(taintedNode(unreachable(&t0)), pod("stuck", ptr.To[int64](0)), pod("later", ptr.To[int64](20)))
+	r, _, clk := newReconciler(taintedNode(unreachable(&t0)),
+		testobj.Pod("stuck", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](0))),
+		testobj.Pod("later", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](20))))
 	deletes := map[string]int{}
 	r.Client = interceptor.NewClient(r.Client.(client.WithWatch), interceptor.Funcs{
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -226,7 +217,8 @@ func TestAFailingPodDelaysNoOtherPod(t *testing.T) {
 // or tolerating forever.
 func TestDueIsToldTheDeadlinesAhead(t *testing.T) {
 	r, _, _ := newReconciler(taintedNode(unreachable(&t0)),
-		pod("short", ptr.To[int64](30)), pod("plain", nil), pod("now", ptr.To[int64](0)))
+		testobj.Pod("short", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](30))),
+		testobj.Pod("plain", "n1"), testobj.Pod("now", "n1", testobj.Toleration(corev1.TaintNodeUnreachable, ptr.To[int64](0))))
 	got := map[string]time.Time{}
 	r.Due = func(p *corev1.Pod, at time.Time) { got[p.Name] = at }
 	run(t, r)
@@ -251,7 +243,7 @@ func (p *unlistedPods) On(ctx context.Context, node string) ([]corev1.Pod, error
 
 func TestPodsNotListedYetAreEvictedOnceTheyAre(t *testing.T) {
 	added := t0.Add(-time.Hour)
-	r, c, _ := newReconciler(taintedNode(unreachable(&added)), pod("p", nil))
+	r, c, _ := newReconciler(taintedNode(unreachable(&added)), testobj.Pod("p", "n1"))
 	pods := &unlistedPods{Cluster: podscope.Cluster{Reader: c}}
 	r.Pods = pods
 	// Not an error: the listing queues the node.
