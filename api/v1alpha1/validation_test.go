@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 const (
@@ -42,9 +43,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/")
+	assets, err := testenv.AssetsDir("make test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
@@ -54,9 +55,8 @@ func run(m *testing.M) int {
 		CRDDirectoryPaths:     []string{crdDir},
 		ErrorIfCRDPathMissing: true,
 	}
-	// No pods here, but the control plane is configured as the e2e suite's:
-	// envtest runs no token controller for the ServiceAccount plugin.
-	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
+	// No pods here, but the control plane is configured as the e2e suite's.
+	testenv.WithoutServiceAccounts(env)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest with the CRDs of %s: %v\n", crdDir, err)

@@ -3,8 +3,6 @@ package podscope
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,15 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 // env is a control plane, a client of it, a started Node cache and a
@@ -48,7 +46,7 @@ func start(t *testing.T) *env {
 // startWith is start with set applied to the Scoped before it starts.
 func startWith(t *testing.T, set func(*Scoped)) *env {
 	t.Helper()
-	cfg := startControlPlane(t)
+	_, cfg := testenv.Start(t)
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,27 +82,6 @@ func startWith(t *testing.T, set func(*Scoped)) *env {
 		t.Fatal(err)
 	}
 	return &env{c: c, s: s, clock: clk, q: q}
-}
-
-// startControlPlane starts kube-apiserver and etcd from KUBEBUILDER_ASSETS,
-// stopped when the test ends.
-func startControlPlane(t *testing.T) *rest.Config {
-	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); assets == "" || err != nil {
-		t.Fatal("KUBEBUILDER_ASSETS has no kube-apiserver: run the tests with `make test`")
-	}
-	te := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := te.Start()
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := te.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	return cfg
 }
 
 func ready(pod *corev1.Pod) bool {

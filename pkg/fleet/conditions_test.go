@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -107,7 +109,8 @@ func TestConditionsOutliveReports(t *testing.T) {
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := t.Context()
 
-	f, err := Start(ctx, startControlPlane(t), Options{
+	_, cfg := testenv.Start(t)
+	f, err := Start(ctx, cfg, Options{
 		Nodes:      2,
 		NamePrefix: "conditions-",
 		// Report at every sync, so that a report follows soon after the

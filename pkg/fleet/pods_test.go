@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 // podWrites records, from a watch, when each pod was seen written.
@@ -108,7 +110,7 @@ func TestPodStatusChurn(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(time.Minute)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	ctx := t.Context()
-	cfg := startControlPlane(t)
+	_, cfg := testenv.Start(t)
 
 	const every = 3 * time.Second
 	f, err := Start(ctx, cfg, Options{

@@ -3,8 +3,6 @@ package reporter
 import (
 	"context"
 	"flag"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,9 +33,17 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(15 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 
-	env, cfg := restartStartEnv(t)
-	kube, err := kubernetes.NewForConfig(cfg)
-	g.Expect(err).NotTo(HaveOccurred())
+	// Restarting the apiserver keeps its port, which stays set on
+	// APIServer.SecureServing (and reserved in envtest's port cache), and
+	// its client CA, which CertAuthn keeps in memory. But Stop deletes the
+	// certificate directory envtest made up, and Start then makes a new one
+	// with a new serving CA, which the rest config already handed out does
+	// not trust ("x509: certificate signed by unknown authority"). A
+	// directory of our own survives Stop, and Start reuses the serving
+	// certificate it finds there, as a real apiserver restarts.
+	env, cfg, kube := startControlPlane(t, func(env *envtest.Environment) {
+		env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+	})
 
 	var failures atomic.Int32
 	heartbeats, closeIdle, err := NewHeartbeatClient(cfg, time.Second)
@@ -99,39 +104,6 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	g.Eventually(readyHeartbeat).Should(BeTemporally(">", stopped), "status not reported after the restart")
 	t.Logf("Apiserver down %v; lease renewed %v after it was back; OnRepeatedFailure called %d times",
 		restarted.Sub(stopped).Round(time.Millisecond), recovered.Round(time.Millisecond), failures.Load()-failuresBefore)
-}
-
-// restartStartEnv starts a control plane of its own, stopped when the test
-// ends, and returns it with the admin's rest config.
-func restartStartEnv(t *testing.T) (*envtest.Environment, *rest.Config) {
-	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd into bin/")
-	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		t.Fatalf("kube-apiserver missing from KUBEBUILDER_ASSETS (run `make envtest-assets`): %v", err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	// Restarting the apiserver keeps its port, which stays set on
-	// APIServer.SecureServing (and reserved in envtest's port cache), and
-	// its client CA, which CertAuthn keeps in memory. But Stop deletes the
-	// certificate directory envtest made up, and Start then makes a new one
-	// with a new serving CA, which the rest config already handed out does
-	// not trust ("x509: certificate signed by unknown authority"). A
-	// directory of our own survives Stop, and Start reuses the serving
-	// certificate it finds there, as a real apiserver restarts.
-	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
-	return env, cfg
 }
 
 // restartRun runs r, logging to the test, until the test ends.

@@ -2,7 +2,6 @@ package reporter
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -13,33 +12,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
-// startControlPlane starts kube-apiserver and etcd from KUBEBUILDER_ASSETS
-// until tb ends, with the apiserver's flags as configure sets them (nil
-// leaves envtest's), and returns once the apiserver has created
-// kube-node-lease, where the reporters write. It returns the environment
-// and an admin's config and client.
-func startControlPlane(tb testing.TB, configure func(*envtest.Environment)) (*envtest.Environment, *rest.Config, kubernetes.Interface) {
+// startControlPlane starts a control plane, as testenv.Start does with
+// configure, and returns once the apiserver has created kube-node-lease,
+// where the reporters write. It returns the environment and an admin's
+// config and client.
+func startControlPlane(tb testing.TB, configure ...func(*envtest.Environment)) (*envtest.Environment, *rest.Config, kubernetes.Interface) {
 	tb.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		tb.Fatal("KUBEBUILDER_ASSETS is not set: run `make test` or `make bench`, which build kube-apiserver and etcd into bin/")
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	if configure != nil {
-		configure(env)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		_ = env.Stop()
-		tb.Fatalf("start the envtest control plane from %s: %v", assets, err)
-	}
-	tb.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			tb.Errorf("stop the envtest control plane: %v", err)
-		}
-	})
+	env, cfg := testenv.Start(tb, configure...)
 	admin, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		tb.Fatal(err)

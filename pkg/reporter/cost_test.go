@@ -25,7 +25,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 // BenchmarkHeartbeatCost counts what one node's heartbeats cost a real
@@ -137,10 +138,7 @@ func (n costNode) config(mode costMode, name string) Config {
 // costStartEnv starts a control plane that lasts as long as b.
 func costStartEnv(b *testing.B) *rest.Config {
 	b.Helper()
-	// As in the e2e suite: no controller manager creates service accounts.
-	_, cfg, _ := startControlPlane(b, func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
-	})
+	_, cfg, _ := startControlPlane(b, testenv.WithoutServiceAccounts)
 	return cfg
 }
 

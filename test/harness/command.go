@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 // Main runs a command's run function and exits: 0 when it returns nil, 1
@@ -38,11 +40,11 @@ func Main(name string, run func(ctx context.Context) error) {
 	os.Exit(code)
 }
 
-// Prepare finds the control plane's binaries (see assetsDir), creates
-// outDir, and sends the logs of this process's own clients to
+// Prepare finds the control plane's binaries (see testenv.AssetsDir),
+// creates outDir, and sends the logs of this process's own clients to
 // outDir/fleet.log.
 func Prepare(command, outDir string) (assets string, closeLog func(), err error) {
-	assets, err = assetsDir(command)
+	assets, err = testenv.AssetsDir(command)
 	if err != nil {
 		return "", nil, err
 	}

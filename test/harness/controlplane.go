@@ -12,22 +12,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-)
 
-// assetsDir finds kube-apiserver and etcd through $KUBEBUILDER_ASSETS.
-// command names what sets it, for the error message.
-func assetsDir(command string) (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		return "", fmt.Errorf("KUBEBUILDER_ASSETS is not set: run `%s`, which builds kube-apiserver and etcd into bin/ and sets it", command)
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s (run `make envtest-assets`): %w", dir, bin, err)
-		}
-	}
-	return dir, nil
-}
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
+)
 
 // NewEnvironment returns a control plane from the binaries in assets, with
 // the project's CRDs, so that the controller serves NodeHealthPolicies as it
@@ -39,8 +26,7 @@ func NewEnvironment(assets string) *envtest.Environment {
 		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	// There is no kube-controller-manager to create service accounts.
-	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
+	testenv.WithoutServiceAccounts(env)
 	return env
 }
 

@@ -18,8 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 )
 
 var (
@@ -32,23 +33,8 @@ var (
 // kubelets.
 func startControlPlane(t *testing.T) (*kubernetes.Clientset, string) {
 	t.Helper()
-	assets, err := assetsDir("make test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	logf.SetLogger(logr.Discard())
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	// There is no kube-controller-manager to create service accounts.
-	env.ControlPlane.GetAPIServer().Configure().Set("disable-admission-plugins", "ServiceAccount")
-	cfg, err := StartControlPlane(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
+	env, cfg := testenv.Start(t, testenv.WithoutServiceAccounts)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := WriteKubeconfig(env, "hollow-kubelet", kubeconfig); err != nil {
 		t.Fatal(err)

@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
 	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
@@ -184,7 +184,12 @@ func TestTheSBOMsListTheModulesOfTheBuild(t *testing.T) {
 // written, by a real apiserver, and install.yaml runs the release's image.
 func TestTheInstallersApply(t *testing.T) {
 	r := releaseUnderTest(t)
-	c, _ := startControlPlane(t)
+	// No CRDs of its own: the installers bring theirs.
+	_, cfg := testenv.Start(t)
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	crds := readObjects(t, r.path("crds.yaml"))
 	if len(crds) != 1 || crds[0].GetKind() != "CustomResourceDefinition" {
 		t.Fatalf("crds.yaml holds %d objects, want the one CustomResourceDefinition", len(crds))
@@ -253,7 +258,7 @@ func TestTheChartInstalls(t *testing.T) {
 		t.Errorf("values.yaml: image %s:%s, want %s:%s", img.Repository, img.Tag, r.image, r.version)
 	}
 
-	_, env := startControlPlane(t)
+	env, _ := testenv.Start(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := harness.WriteKubeconfig(env, "helm", kubeconfig); err != nil {
 		t.Fatal(err)
@@ -265,31 +270,6 @@ func TestTheChartInstalls(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("helm install: %v\n%s", err, out)
 	}
-}
-
-// startControlPlane starts a kube-apiserver and etcd for the test, and
-// returns a client of it.
-func startControlPlane(t *testing.T) (client.Client, *envtest.Environment) {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: make release sets it to bin/, where make envtest-assets builds the control plane")
-	}
-	// No CRDs of its own: the installers bring theirs.
-	env := &envtest.Environment{}
-	cfg, err := harness.StartControlPlane(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the control plane: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, env
 }
 
 // readObjects reads the objects of a multi-document YAML file.
