@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/lifecycletest"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 func TestGinkgoSuite(t *testing.T) {

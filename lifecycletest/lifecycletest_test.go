@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 	"github.com/nodelifecycle/node-lifecycle-controller/lifecycletest"
+	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // startAPIServer starts an apiserver from KUBEBUILDER_ASSETS until the test
