@@ -1,8 +1,11 @@
 package reporter
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
 	"runtime"
 	"runtime/debug"
@@ -18,9 +21,10 @@ import (
 
 // NewHeartbeatClient returns a client for heartbeats built from a copy of
 // cfg: protobuf on the wire, no client-side throttling (a heartbeat held
-// back by a rate limiter is a heartbeat missed), and every request bounded by
-// timeout, which should not exceed the lease duration so that a hung request
-// cannot outlive the Lease it renews. Without a UserAgent in cfg, requests
+// back by a rate limiter is a heartbeat missed), and every request but a
+// watch bounded by timeout, which should not exceed the lease duration so
+// that a hung request cannot outlive the Lease it renews. Without a
+// UserAgent in cfg, requests
 // identify themselves as node-lifecycle-reporter/<version> (<os>/<arch>),
 // the version being that of this module. The returned func closes the idle
 // connections of the client's transport; pass it as Config.OnRepeatedFailure
@@ -39,7 +43,10 @@ func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Int
 	c.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
 	c.QPS = -1
 	c.RateLimiter = nil
-	c.Timeout = timeout
+	// Not c.Timeout: it would end the reporter's watch of its Node too,
+	// which then starts again every timeout.
+	c.Timeout = 0
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &boundedTransport{next: rt, timeout: timeout} })
 	if c.UserAgent == "" {
 		// The typed clients would default it too, but only after the HTTP
 		// client is built, which then sends Go's default User-Agent.
@@ -140,4 +147,47 @@ func moduleVersion(info *debug.BuildInfo, pkg string) string {
 		return unknown
 	}
 	return mod.Version
+}
+
+// boundedTransport ends every request but a watch after timeout, the
+// reading of its response included, as http.Client's Timeout does. A watch
+// is meant to last; the apiserver ends it when the timeout it asks for has
+// passed.
+type boundedTransport struct {
+	next    http.RoundTripper
+	timeout time.Duration
+}
+
+// RoundTrip sends req, bounded by the timeout unless it is a watch.
+func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") == "true" {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go reach the transport underneath, to
+// close its idle connections.
+func (t *boundedTransport) WrappedRoundTripper() http.RoundTripper {
+	return t.next
+}
+
+// cancelOnClose ends the context of a request once its response is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close closes the body and ends the request's context.
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

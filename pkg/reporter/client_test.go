@@ -93,6 +93,36 @@ func TestNewHeartbeatClient(t *testing.T) {
 	onFailure()
 }
 
+// TestHeartbeatClientLetsWatchesLast watches through a heartbeat client
+// whose timeout is short: the watch must outlive it, as the reporter's
+// watch of its Node does, though a GET does not (TestNewHeartbeatClient).
+func TestHeartbeatClientLetsWatchesLast(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Query().Get("watch") == "true" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		}
+		<-req.Context().Done()
+	}))
+	defer srv.Close()
+	client, _, err := NewHeartbeatClient(&rest.Config{Host: srv.URL}, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := client.CoreV1().Nodes().Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev, open := <-w.ResultChan():
+		t.Fatalf("the watch ended within 10 timeouts: event %+v, open %v", ev, open)
+	case <-time.After(10 * timeout):
+	}
+}
+
 func TestNewHeartbeatClientRejectsBadArguments(t *testing.T) {
 	if _, _, err := NewHeartbeatClient(nil, time.Second); err == nil {
 		t.Error("nil config accepted")
