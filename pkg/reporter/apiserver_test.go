@@ -1,9 +1,17 @@
 package reporter
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,8 +49,9 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	// not trust ("x509: certificate signed by unknown authority"). A
 	// directory of our own survives Stop, and Start reuses the serving
 	// certificate it finds there, as a real apiserver restarts.
+	certDir := t.TempDir()
 	env, cfg, kube := startControlPlane(t, func(env *envtest.Environment) {
-		env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+		env.ControlPlane.GetAPIServer().CertDir = certDir
 	})
 
 	var failures atomic.Int32
@@ -81,7 +90,7 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	renewedBefore := renewTime(g)
 	failuresBefore := failures.Load()
 	apiServer := env.ControlPlane.APIServer
-	g.Expect(apiServer.Stop()).To(Succeed())
+	crashAPIServer(g, apiServer, certDir)
 	stopped := time.Now()
 	// The fault: the apiserver stays down, and answers nothing, for the
 	// whole outage.
@@ -104,6 +113,46 @@ func TestReporterSurvivesAPIServerRestart(t *testing.T) {
 	g.Eventually(readyHeartbeat).Should(BeTemporally(">", stopped), "status not reported after the restart")
 	t.Logf("Apiserver down %v; lease renewed %v after it was back; OnRepeatedFailure called %d times",
 		restarted.Sub(stopped).Round(time.Millisecond), recovered.Round(time.Millisecond), failures.Load()-failuresBefore)
+}
+
+// crashAPIServer ends the apiserver started with certDir as a crash does, and
+// returns once it has exited. A clean stop would wait up to a minute for the
+// reporter's watch of its Node, as for any kubelet's watches. envtest's Stop
+// still sends the first signal, for the bookkeeping that lets Start run the
+// apiserver again; the kill follows once the apiserver has stopped
+// listening.
+func crashAPIServer(g Gomega, apiServer *envtest.APIServer, certDir string) {
+	pid := pidWithArg(g, "--cert-dir="+certDir)
+	stopped := make(chan error, 1)
+	go func() { stopped <- apiServer.Stop() }()
+	g.Eventually(func() error {
+		conn, err := net.DialTimeout("tcp", apiServer.HostPort(), 100*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			return errors.New("still listening")
+		}
+		return nil
+	}).Should(Succeed(), "the apiserver kept listening after SIGTERM")
+	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+	g.Eventually(stopped).Should(Receive(BeNil()))
+}
+
+// pidWithArg finds the process started with the argument arg.
+func pidWithArg(g Gomega, arg string) int {
+	entries, err := os.ReadDir("/proc")
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && slices.ContainsFunc(bytes.Split(cmdline, []byte{0}), func(a []byte) bool { return string(a) == arg }) {
+			return pid
+		}
+	}
+	g.Expect(arg).To(BeEmpty(), "no process runs with this argument")
+	return 0
 }
 
 // restartRun runs r, logging to the test, until the test ends.

@@ -7,9 +7,11 @@
 // lifecycle controller mostly watches, so it is cheap (an UPDATE of the
 // object kept from the previous write, no GET) and retried hard when it
 // fails. The status loop computes the status every NodeStatusUpdateFrequency
-// from pluggable StatusSetters but patches the Node only when something
-// meaningful changed or NodeStatusReportFrequency has passed, which keeps
-// writes to Nodes, the heaviest objects in a large cluster, rare. Like the
+// from pluggable StatusSetters, against the Node as a watch of that one Node
+// shows it (no GET, as the kubelet reads its Node from its informer), but
+// patches the Node only when something meaningful changed or
+// NodeStatusReportFrequency has passed, which keeps writes to Nodes, the
+// heaviest objects in a large cluster, rare. Like the
 // kubelet's, a report of a change shifts the next unchanged one by up to
 // half that interval either way, at random, so that nodes registered or
 // recovered together spread their reports.

@@ -14,10 +14,13 @@ import (
 	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
@@ -45,6 +48,10 @@ type harness struct {
 	uids     atomic.Int32
 	cancel   context.CancelFunc
 	done     chan error
+	// blind says whether the reporter's watch is kept from seeing the Node;
+	// watches counts the watches it started.
+	blind   bool
+	watches atomic.Int32
 
 	logMu sync.Mutex
 	logs  []string
@@ -62,6 +69,28 @@ func newHarness(t *testing.T, cfg Config, objs ...k8sruntime.Object) *harness {
 			node.UID = types.UID(fmt.Sprintf("uid-%d", h.uids.Add(1)))
 		}
 		return false, nil, nil
+	})
+	// The fake watch ignores the resourceVersion it is asked to start from,
+	// and would miss what is written between the list and the watch: it is
+	// started at the list instead. Both reactors run under the clientset's
+	// lock.
+	var listed watch.Interface
+	h.cs.PrependReactor("list", "nodes", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		w, err := h.cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		listed = w
+		return err != nil, nil, err
+	})
+	h.cs.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w := listed
+		listed = nil
+		if w == nil {
+			var err error
+			if w, err = h.cs.Tracker().Watch(a.GetResource(), a.GetNamespace()); err != nil {
+				return true, nil, err
+			}
+		}
+		h.watches.Add(1)
+		return true, w, nil
 	})
 	if cfg.NodeName == "" {
 		cfg.NodeName = testNode
@@ -106,11 +135,29 @@ func (h *harness) stop() {
 	}
 }
 
-// settle waits until exactly n goroutines wait on the fake clock: the
-// reporter's loops are then idle until the clock moves.
+// settle waits until exactly n goroutines wait on the fake clock, and the
+// reporter's watch shows the Node as the clientset holds it, unless it is
+// blind: the reporter is then idle until the clock moves, and its next sync
+// reads the Node as it is, as a sync 10s after a write does on a live watch.
 func (h *harness) settle(n int) {
 	h.t.Helper()
 	settle(h.t, h.clk, n)
+	if h.blind {
+		return
+	}
+	err := wait.PollUntilContextTimeout(h.t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		held, err := h.cs.Tracker().Get(nodesGVR, "", testNode)
+		if err != nil {
+			return h.r.watchedNode() == nil, nil
+		}
+		// The fake watch sends only what follows it: the reporter's must
+		// have started before the test writes the Node.
+		watched := h.r.watchedNode()
+		return h.watches.Load() > 0 && watched != nil && equality.Semantic.DeepEqual(held, watched), nil
+	})
+	if err != nil {
+		h.t.Fatalf("the reporter's watch never caught up with the Node: %v", err)
+	}
 }
 
 // settle waits until exactly n goroutines wait on clk.
@@ -150,19 +197,18 @@ func (h *harness) logged(parts ...string) int {
 // call is an API call the reporter made, in short form.
 type call struct {
 	verb, resource, subresource string
-	// rv is the resourceVersion of a GET.
-	rv string
 }
 
-// calls returns the calls made since the last reset, and resets.
+// calls returns the calls made since the last reset, and resets. The list
+// and watch of the reporter's watch of its Node are left out: they run
+// beside the loops, in an order of their own.
 func (h *harness) calls() []call {
 	var out []call
 	for _, a := range h.cs.Actions() {
-		c := call{verb: a.GetVerb(), resource: a.GetResource().Resource, subresource: a.GetSubresource()}
-		if g, ok := a.(k8stesting.GetActionImpl); ok {
-			c.rv = g.GetOptions.ResourceVersion
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
 		}
-		out = append(out, c)
+		out = append(out, call{verb: a.GetVerb(), resource: a.GetResource().Resource, subresource: a.GetSubresource()})
 	}
 	h.cs.ClearActions()
 	return out
@@ -208,12 +254,46 @@ func (h *harness) lease() *coordinationv1.Lease {
 func (h *harness) failN(verb, resource string, n int, err error) {
 	var left atomic.Int32
 	left.Store(int32(n))
-	h.cs.PrependReactor(verb, resource, func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+	prependReactor(h.cs, verb, resource, func(k8stesting.Action) (bool, k8sruntime.Object, error) {
 		if left.Add(-1) >= 0 {
 			return true, nil, err
 		}
 		return false, nil, nil
 	})
+}
+
+// prependReactor puts react first in the reactors of cs, under the lock
+// that cs holds while it calls them: the reporter's watch may be listing
+// meanwhile.
+func prependReactor(cs *fake.Clientset, verb, resource string, react k8stesting.ReactionFunc) {
+	cs.Lock()
+	defer cs.Unlock()
+	cs.PrependReactor(verb, resource, react)
+}
+
+// blindWatch makes the reporter's watch of its Node see nothing, as one
+// not yet answered: the status syncs then read the Node themselves.
+func (h *harness) blindWatch() {
+	h.blind = true
+	prependReactor(h.cs, "list", "nodes", func(k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, &corev1.NodeList{}, nil
+	})
+	h.cs.PrependWatchReactor("nodes", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, watch.NewFake(), nil
+	})
+}
+
+// watched waits until the reporter's watch shows it a Node of which ok
+// holds.
+func (h *harness) watched(ok func(*corev1.Node) bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		node := h.r.watchedNode()
+		return node != nil && ok(node), nil
+	})
+	if err != nil {
+		h.t.Fatalf("the reporter's watch never showed the Node as wanted: %v", err)
+	}
 }
 
 // existingNode is a Node registered earlier, whose status the controller

@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -46,6 +47,9 @@ type Reporter struct {
 	// lease is the Lease as returned by the last successful write; only the
 	// lease loop uses it.
 	lease *coordinationv1.Lease
+	// node holds the Node as the reporter's watch of it last saw it (see
+	// watchNode), or nothing.
+	node cache.Store
 	// lastReport is when the status was last written, and reportDelay what
 	// is added to NodeStatusReportFrequency before an unchanged status is
 	// written again; only registration and the status loop, which never run
@@ -71,7 +75,10 @@ func New(c kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Reporter, e
 	setters := make([]StatusSetter, 0, len(cfg.Setters)+3)
 	setters = append(setters, CapacitySetter(cfg.Capacity, cfg.Allocatable), AddressesSetter(cfg.Addresses), ImagesSetter(cfg.Images))
 	setters = append(setters, cfg.Setters...)
-	return &Reporter{client: c, clock: clk, cfg: cfg, setters: setters, random: rand.Float64}, nil
+	return &Reporter{
+		client: c, clock: clk, cfg: cfg, setters: setters, random: rand.Float64,
+		node: cache.NewStore(cache.MetaNamespaceKeyFunc),
+	}, nil
 }
 
 // Health returns the switches the default setters report.
@@ -114,6 +121,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 
 	updateEvery := r.cfg.NodeStatusUpdateFrequency
 	var wg sync.WaitGroup
+	wg.Go(func() { r.watchNode(ctx) })
 	wg.Go(func() {
 		r.every(ctx, r.cfg.StartOffset, r.cfg.renewInterval(), r.renewLeaseUntilDone)
 	})

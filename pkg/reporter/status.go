@@ -28,8 +28,8 @@ func (r *Reporter) syncStatus(ctx context.Context) {
 }
 
 // updateStatus makes up to maxTries attempts at one status sync. A Node
-// missing from a quorum read ends the sync at once: trying again would only
-// read the same answer.
+// found missing ends the sync at once: every read and write that can say so
+// goes to etcd, and trying again would only get the same answer.
 func (r *Reporter) updateStatus(ctx context.Context) error {
 	var err error
 	for try := range maxTries {
@@ -40,13 +40,7 @@ func (r *Reporter) updateStatus(ctx context.Context) error {
 			return err
 		}
 		if apierrors.IsNotFound(err) {
-			if try > 0 {
-				return fmt.Errorf("report status of node %q: %w", r.cfg.NodeName, err)
-			}
-			// The apiserver's cache may lag behind the Node; the next try
-			// reads from etcd. Not a sign of a dead connection either.
-			klog.FromContext(ctx).V(2).Info("Node not found; reading it again from etcd", "error", err.Error())
-			continue
+			return fmt.Errorf("report status of node %q: %w", r.cfg.NodeName, err)
 		}
 		if try > 0 {
 			r.onRepeatedFailure()
@@ -56,22 +50,22 @@ func (r *Reporter) updateStatus(ctx context.Context) error {
 	return fmt.Errorf("report status of node %q: %d tries failed: %w", r.cfg.NodeName, maxTries, err)
 }
 
-// tryUpdateStatus reads the Node, computes its status and patches it when
-// it must be reported. The first try reads from the apiserver's cache,
-// which is cheap and nearly always fresh enough; later tries read from
-// etcd, in case the cache was what failed them.
+// tryUpdateStatus computes the node's status against the Node and patches
+// it when it must be reported. The first try takes the Node from the
+// reporter's watch (see watchNode); it reads it from etcd only while the
+// watch has none, and at later tries, in case a stale Node was what failed
+// the earlier ones.
 func (r *Reporter) tryUpdateStatus(ctx context.Context, try int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	opts := metav1.GetOptions{}
-	if try == 0 {
-		opts.ResourceVersion = "0"
-	}
 	nodes := r.client.CoreV1().Nodes()
-	node, err := nodes.Get(ctx, r.cfg.NodeName, opts)
-	if err != nil {
-		return fmt.Errorf("get node %q: %w", r.cfg.NodeName, err)
+	node := r.watchedNode()
+	if try > 0 || node == nil {
+		var err error
+		if node, err = nodes.Get(ctx, r.cfg.NodeName, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("get node %q: %w", r.cfg.NodeName, err)
+		}
 	}
 
 	now := r.clock.Now()

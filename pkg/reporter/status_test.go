@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -460,28 +459,27 @@ func TestReportSpreadIsUniformOverHalfAnInterval(t *testing.T) {
 	}
 }
 
-// nodeGets returns the resourceVersions of the Node GETs of the status
-// loop, and the number of status patches.
-func nodeGets(calls []call) (rvs []string, patches int) {
+// nodeGets counts the Node GETs and the status patches.
+func nodeGets(calls []call) (gets, patches int) {
 	for _, c := range calls {
 		switch {
 		case c.verb == "get" && c.resource == "nodes":
-			rvs = append(rvs, c.rv)
+			gets++
 		case c.verb == "patch" && c.resource == "nodes" && c.subresource == "status":
 			patches++
 		}
 	}
-	return rvs, patches
+	return gets, patches
 }
 
 func TestAdoptedNodeIsReportedAtOnce(t *testing.T) {
 	h := newHarness(t, Config{}, existingNode(), ownedLease())
+	h.blindWatch()
 	h.start()
 	h.settle(2)
 
-	rvs, patches := nodeGets(h.calls())
-	if !slices.Equal(rvs, []string{"0"}) || patches != 1 {
-		t.Fatalf("node GETs with resourceVersions %q and %d patches, want [\"0\"] and 1", rvs, patches)
+	if gets, patches := nodeGets(h.calls()); gets != 1 || patches != 1 {
+		t.Fatalf("%d node GETs and %d patches, want 1 and 1", gets, patches)
 	}
 	ready := condition(h.node(), corev1.NodeReady)
 	if want := at(0); ready.Status != corev1.ConditionTrue || ready.Reason != ReasonKubeletReady ||
@@ -493,33 +491,93 @@ func TestAdoptedNodeIsReportedAtOnce(t *testing.T) {
 	}
 }
 
+// TestStatusSyncsReadTheWatchedNode runs a reporter whose watch shows it its
+// Node: its syncs must read no Node themselves, and yet see what another
+// writer changed, as the node lifecycle controller marks an unreachable
+// node's Ready Unknown: the next sync reports the node Ready again, and so
+// does the resume of a reporter marked while paused, at once.
+func TestStatusSyncsReadTheWatchedNode(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.start()
+	h.settle(2)
+	h.watched(func(*corev1.Node) bool { return true })
+	h.calls()
+	for range 6 {
+		h.step(10*time.Second, 2)
+	}
+	if gets, patches := nodeGets(h.calls()); gets != 0 || patches != 0 {
+		t.Fatalf("a minute of unchanged status: %d node GETs and %d patches, want none", gets, patches)
+	}
+
+	markUnknown := func() {
+		t.Helper()
+		node := h.node().DeepCopy()
+		for i := range node.Status.Conditions {
+			node.Status.Conditions[i].Status = corev1.ConditionUnknown
+			node.Status.Conditions[i].Reason = "NodeStatusUnknown"
+		}
+		if err := h.cs.Tracker().Update(nodesGVR, node, ""); err != nil {
+			t.Fatal(err)
+		}
+		h.watched(func(n *corev1.Node) bool { return condition(n, corev1.NodeReady).Status == corev1.ConditionUnknown })
+		h.calls()
+	}
+	wantReported := func(when string, wantGets, wantPatches int) {
+		t.Helper()
+		if gets, patches := nodeGets(h.calls()); gets != wantGets || patches != wantPatches {
+			t.Errorf("%s: %d node GETs and %d patches, want %d and %d", when, gets, patches, wantGets, wantPatches)
+		}
+		now := metav1.NewTime(h.clk.Now())
+		if ready := condition(h.node(), corev1.NodeReady); ready.Status != corev1.ConditionTrue || !ready.LastHeartbeatTime.Equal(&now) {
+			t.Errorf("%s: Ready = %+v, want True at %v", when, ready, now)
+		}
+	}
+
+	markUnknown()
+	h.step(10*time.Second, 2)
+	wantReported("next sync after the mark", 0, 1)
+
+	// A failed patch is tried again on the Node read from etcd.
+	markUnknown()
+	h.failN("patch", "nodes", 1, errors.New("connection reset by peer"))
+	h.step(10*time.Second, 2)
+	wantReported("next sync after a mark, its first patch failing", 1, 2)
+
+	h.r.Pause()
+	h.settle(0)
+	markUnknown()
+	h.r.Resume()
+	h.settle(2)
+	wantReported("resume after a mark while paused", 0, 1)
+}
+
 func TestStatusRetries(t *testing.T) {
 	lost := errors.New("connection reset by peer")
 	tests := []struct {
 		name        string
 		getFails    int
 		patchFails  int
-		wantRVs     []string
+		wantGets    int
 		wantPatches int
 		wantHook    int32
 	}{
-		{name: "first read from the cache", wantRVs: []string{"0"}, wantPatches: 1},
-		{name: "retry reads from etcd", getFails: 1, wantRVs: []string{"0", ""}, wantPatches: 1},
-		{name: "second failure calls the hook", getFails: 2, wantRVs: []string{"0", "", ""}, wantPatches: 1, wantHook: 1},
-		{name: "failed patch is retried", patchFails: 1, wantRVs: []string{"0", ""}, wantPatches: 2},
-		{name: "gives up after 5 tries", getFails: 5, wantRVs: []string{"0", "", "", "", ""}, wantHook: 4},
+		{name: "read while the watch has no Node", wantGets: 1, wantPatches: 1},
+		{name: "failed read is retried", getFails: 1, wantGets: 2, wantPatches: 1},
+		{name: "second failure calls the hook", getFails: 2, wantGets: 3, wantPatches: 1, wantHook: 1},
+		{name: "failed patch is retried", patchFails: 1, wantGets: 2, wantPatches: 2},
+		{name: "gives up after 5 tries", getFails: 5, wantGets: 5, wantHook: 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, Config{}, existingNode(), ownedLease())
+			h.blindWatch()
 			h.failN("get", "nodes", tc.getFails, lost)
 			h.failN("patch", "nodes", tc.patchFails, lost)
 			h.start()
 			h.settle(2)
 
-			rvs, patches := nodeGets(h.calls())
-			if !slices.Equal(rvs, tc.wantRVs) || patches != tc.wantPatches {
-				t.Errorf("node GETs with resourceVersions %q and %d patches, want %q and %d", rvs, patches, tc.wantRVs, tc.wantPatches)
+			if gets, patches := nodeGets(h.calls()); gets != tc.wantGets || patches != tc.wantPatches {
+				t.Errorf("%d node GETs and %d patches, want %d and %d", gets, patches, tc.wantGets, tc.wantPatches)
 			}
 			if n := h.failures.Load(); n != tc.wantHook {
 				t.Errorf("OnRepeatedFailure called %d times, want %d", n, tc.wantHook)
@@ -569,21 +627,6 @@ func TestDeletedNodeStaysDeleted(t *testing.T) {
 	}
 	if n := h.failures.Load(); n != 0 {
 		t.Errorf("OnRepeatedFailure called %d times for a deleted node, want 0", n)
-	}
-}
-
-func TestNotFoundFromLaggingCacheIsNotADeletion(t *testing.T) {
-	h := newHarness(t, Config{}, existingNode(), ownedLease())
-	h.failN("get", "nodes", 1, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, testNode))
-	h.start()
-	h.settle(2)
-
-	rvs, patches := nodeGets(h.calls())
-	if !slices.Equal(rvs, []string{"0", ""}) || patches != 1 {
-		t.Errorf("node GETs with resourceVersions %q and %d patches, want [\"0\" \"\"] and 1", rvs, patches)
-	}
-	if uid := h.node().UID; uid != "uid-existing" {
-		t.Errorf("node UID = %q, want the existing node kept", uid)
 	}
 }
 
