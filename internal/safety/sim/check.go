@@ -204,6 +204,11 @@ func (o *observer) step(cs *controllers) {
 		if o.lookLostSince(k.name, from.Add(-slack)) {
 			ended = ended.Add(w.cfg.MonitorPeriod)
 		}
+		if n := len(o.failoverTimes); n > 0 {
+			// A new leader gives the node a fresh grace from its start,
+			// and finds the maintenance's end once that has run out too.
+			ended = health.Later(ended, o.failoverTimes[n-1].Add(w.cfg.Grace+w.cfg.MonitorPeriod+slack))
+		}
 		if seen && w.now.After(ended) && cs.leader.model.Hold(k.name) == disruption.HeldMaintenance {
 			o.fail(InvMaintenanceOnce, "%s held for its maintenance at %s, though its grace ran from %s", k.name,
 				w.now.Sub(t0), from.Sub(t0))
