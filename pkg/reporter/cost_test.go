@@ -41,9 +41,8 @@ import (
 //     shows it, but written only when it changed meaningfully or 5m after
 //     the last write.
 //   - status-every-10s: the kubelet before KEP-589. No Lease and no watch;
-//     the Node is read (from the apiserver's cache) and its status written
-//     at every sync, every 10s, so that the conditions' lastHeartbeatTime is
-//     the heartbeat.
+//     the Node is read and its status written at every sync, every 10s, so
+//     that the conditions' lastHeartbeatTime is the heartbeat.
 //
 // and for two Nodes:
 //
