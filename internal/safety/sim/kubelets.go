@@ -3,9 +3,10 @@ package sim
 import (
 	"time"
 
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 )
 
 // kubelets act: live ones renew their Lease, report their status when the
