@@ -20,13 +20,13 @@ import (
 )
 
 // NewHeartbeatClient returns a client for heartbeats built from a copy of
-// cfg: protobuf on the wire, no client-side throttling (a heartbeat held
-// back by a rate limiter is a heartbeat missed), and every request but a
-// watch bounded by timeout, which should not exceed the lease duration so
-// that a hung request cannot outlive the Lease it renews. Without a
-// UserAgent in cfg, requests
-// identify themselves as node-lifecycle-reporter/<version> (<os>/<arch>),
-// the version being that of this module. The returned func closes the idle
+// cfg: protobuf on the wire, uncompressed, no client-side throttling (a
+// heartbeat held back by a rate limiter is a heartbeat missed), and every
+// request but a watch bounded by timeout, which should not exceed the lease
+// duration so that a hung request cannot outlive the Lease it renews.
+// Without a UserAgent in cfg, requests identify themselves as
+// node-lifecycle-reporter/<version> (<os>/<arch>), the version being that
+// of this module. The returned func closes the idle
 // connections of the client's transport; pass it as Config.OnRepeatedFailure
 // so that a connection that died silently is not reused forever.
 //
@@ -47,6 +47,10 @@ func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Int
 	// which then starts again every timeout.
 	c.Timeout = 0
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &boundedTransport{next: rt, timeout: timeout} })
+	// Heartbeats are too small for the apiserver to compress, but it
+	// compresses watches, and each gzip reader keeps a 32 KiB window: a
+	// fleet of reporters would hold one for every node's watch.
+	c.DisableCompression = true
 	if c.UserAgent == "" {
 		// The typed clients would default it too, but only after the HTTP
 		// client is built, which then sends Go's default User-Agent.

@@ -123,6 +123,29 @@ func TestHeartbeatClientLetsWatchesLast(t *testing.T) {
 	}
 }
 
+// TestHeartbeatClientAsksNoCompression sends a request over TLS, as to a
+// real apiserver (over plain HTTP, client-go uses Go's default transport,
+// which always asks for gzip): it must not ask for a compressed answer.
+func TestHeartbeatClientAsksNoCompression(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case got <- req.Header.Get("Accept-Encoding"):
+		default:
+		}
+		http.NotFound(w, req)
+	}))
+	defer srv.Close()
+	client, _, err := NewHeartbeatClient(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = client.CoreV1().Nodes().Get(t.Context(), testNode, metav1.GetOptions{})
+	if enc := <-got; enc != "" {
+		t.Errorf("Accept-Encoding = %q, want none", enc)
+	}
+}
+
 func TestNewHeartbeatClientRejectsBadArguments(t *testing.T) {
 	if _, _, err := NewHeartbeatClient(nil, time.Second); err == nil {
 		t.Error("nil config accepted")
