@@ -25,10 +25,10 @@ import (
 // request but a watch bounded by timeout, which should not exceed the lease
 // duration so that a hung request cannot outlive the Lease it renews.
 // Without a UserAgent in cfg, requests identify themselves as
-// node-lifecycle-reporter/<version> (<os>/<arch>), the version being that
-// of this module. The returned func closes the idle
-// connections of the client's transport; pass it as Config.OnRepeatedFailure
-// so that a connection that died silently is not reused forever.
+// node-lifecycle-reporter/<version> (<os>/<arch>), the version being that of
+// this module. The returned func closes the idle connections of the client's
+// transport; pass it as Config.OnRepeatedFailure so that a connection that
+// died silently is not reused forever.
 //
 // One client can serve a whole fleet of reporters.
 func NewHeartbeatClient(cfg *rest.Config, timeout time.Duration) (kubernetes.Interface, func(), error) {

@@ -11,10 +11,10 @@
 // shows it (no GET, as the kubelet reads its Node from its informer), but
 // patches the Node only when something meaningful changed or
 // NodeStatusReportFrequency has passed, which keeps writes to Nodes, the
-// heaviest objects in a large cluster, rare. Like the
-// kubelet's, a report of a change shifts the next unchanged one by up to
-// half that interval either way, at random, so that nodes registered or
-// recovered together spread their reports.
+// heaviest objects in a large cluster, rare. Like the kubelet's, a report of
+// a change shifts the next unchanged one by up to half that interval either
+// way, at random, so that nodes registered or recovered together spread
+// their reports.
 //
 // Everything is timed by an injected clock, so a fleet of thousands of
 // reporters can share one process and one client (see NewHeartbeatClient),
