@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
@@ -36,6 +37,16 @@ import (
 // renewals go missing before a live kubelet would be marked.
 const kubeletGrace = 30 * time.Second
 
+// kubeletTimings are the controller's timings for hollow kubelets: their
+// grace, and the startup grace and eviction timeout, which must be longer
+// than it. No pod of these specs waits for the eviction timeout.
+func kubeletTimings(o *options.Options) {
+	o.NodeMonitorGracePeriod = kubeletGrace
+	o.NodeStartupGracePeriod = 2 * kubeletGrace
+	o.PodEvictionTimeout = 2 * kubeletGrace
+	o.PartitionFreezeCooldown = kubeletGrace
+}
+
 // staticPodFile is the project's static pod, as kubeadm's kubelet would
 // read it from /etc/kubernetes/manifests.
 var staticPodFile = filepath.Join("..", "..", "config", "static-pod", "node-lifecycle-controller.yaml")
@@ -45,12 +56,20 @@ var staticPodFile = filepath.Join("..", "..", "config", "static-pod", "node-life
 // spec's end kills them and deletes what they registered.
 func startHollowKubelets(zone string, names ...string) []*harness.HollowKubelet {
 	GinkgoHelper()
+	return startHollowKubeletsOn(testEnv, k8s, zone, names...)
+}
+
+// startHollowKubeletsOn is startHollowKubelets on the control plane of env,
+// which c reaches. What they registered is deleted at the spec's end only
+// from the suite's own control plane: another is stopped whole.
+func startHollowKubeletsOn(env *envtest.Environment, c client.Client, zone string, names ...string) []*harness.HollowKubelet {
+	GinkgoHelper()
 	binary, err := harness.KubemarkBinary(filepath.Join("..", "..", "bin", "kubemark"))
 	Expect(err).NotTo(HaveOccurred())
 	dir := GinkgoT().TempDir()
 	cfg := harness.HollowKubeletConfig{
 		Binary:     binary,
-		Kubeconfig: writeKubeconfig("hollow-kubelets"),
+		Kubeconfig: writeKubeconfigOn(env, "hollow-kubelets"),
 		Dir:        dir,
 		Region:     "region-" + zone,
 		Zone:       zone,
@@ -65,11 +84,19 @@ func startHollowKubelets(zone string, names ...string) []*harness.HollowKubelet 
 				printLogTail(k)
 			}
 			k.Close()
-			forgetKubelet(name)
+			if env == testEnv {
+				forgetKubelet(name)
+			}
 		})
 	}
 	for _, k := range kubelets {
-		Eventually(readyStatus(k.Name)).WithTimeout(time.Minute).Should(HavePrefix("True/"))
+		Eventually(func(g Gomega) corev1.ConditionStatus {
+			node := &corev1.Node{}
+			g.Expect(c.Get(context.Background(), client.ObjectKey{Name: k.Name}, node)).To(Succeed())
+			ready := condition(node, corev1.NodeReady)
+			g.Expect(ready).NotTo(BeNil())
+			return ready.Status
+		}).WithTimeout(time.Minute).Should(Equal(corev1.ConditionTrue), "node %s", k.Name)
 	}
 	return kubelets
 }
@@ -109,6 +136,12 @@ func forgetKubelet(name string) {
 // kube-root-ca.crt ConfigMap, which no controller publishes here.
 func createKubeletPod(name, node string, tolerations ...corev1.Toleration) *corev1.Pod {
 	GinkgoHelper()
+	return createKubeletPodOn(k8s, name, node, tolerations...)
+}
+
+// createKubeletPodOn is createKubeletPod through c.
+func createKubeletPodOn(c client.Client, name, node string, tolerations ...corev1.Toleration) *corev1.Pod {
+	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: name},
 		Spec: corev1.PodSpec{
@@ -118,7 +151,7 @@ func createKubeletPod(name, node string, tolerations ...corev1.Toleration) *core
 			Tolerations:                  tolerations,
 		},
 	}
-	Expect(k8s.Create(context.Background(), pod)).To(Succeed())
+	Expect(c.Create(context.Background(), pod)).To(Succeed())
 	return pod
 }
 
@@ -324,15 +357,7 @@ var _ = Describe("Real kubelets", Label("kubelet"), func() {
 		kubelets := startHollowKubelets(zone, newNodeName(), newNodeName())
 		live, dead := kubelets[0], kubelets[1]
 		beats := watchHeartbeats(dead.Name)
-		tune := func(o *options.Options) {
-			o.NodeMonitorGracePeriod = kubeletGrace
-			// Both must be longer than the grace; no pod here waits for
-			// the eviction timeout.
-			o.NodeStartupGracePeriod = 2 * kubeletGrace
-			o.PodEvictionTimeout = 2 * kubeletGrace
-			o.PartitionFreezeCooldown = kubeletGrace
-		}
-		startController(tune)
+		startController(kubeletTimings)
 
 		short := createKubeletPod(dead.Name+"-short", dead.Name, tolerateUnreachable(ptr.To[int64](2)))
 		forever := createKubeletPod(dead.Name+"-forever", dead.Name, tolerateUnreachable(nil))
@@ -395,7 +420,7 @@ var _ = Describe("Real kubelets", Label("kubelet"), func() {
 		Eventually(reasonsFrom(nodehealth.EventSource, "Node", dead.Name)).Should(ContainElement(nodehealth.ReasonNodeNotReady))
 		Eventually(reasonsFrom(podeviction.EventSource, "Pod", short.Name)).Should(ContainElement(podeviction.ReasonTaintManagerEviction))
 		opts := options.Default()
-		tune(&opts)
+		kubeletTimings(&opts)
 		in, err := status.Gather(context.Background(), k8s, policy.Defaults(opts), time.Now())
 		Expect(err).NotTo(HaveOccurred())
 		report := status.Build(in)

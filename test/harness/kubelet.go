@@ -38,10 +38,12 @@ import (
 // period of 30s lets two renewals go missing before a live one is marked.
 
 // KubeletLeaseDuration and KubeletLeaseRenewInterval are a hollow kubelet's
-// Lease timings, fixed by kubemark.
+// Lease timings, and KubeletStatusInterval how often it computes its node
+// status (writing it on a change, or every 5 minutes), fixed by kubemark.
 const (
 	KubeletLeaseDuration      = 40 * time.Second
 	KubeletLeaseRenewInterval = 10 * time.Second
+	KubeletStatusInterval     = 10 * time.Second
 )
 
 // Node labels that place a hollow kubelet in a zone.
