@@ -169,8 +169,10 @@ func (w *workspace) controlPlane(t *testing.T) client.Client {
 // HOME and the kubeconfig the workspace's, the workspace's bin/ first in
 // PATH (so that `helm` is the pinned one), the C locale (so that sort sorts
 // as the docs show), helm's files under HOME, go's where they were, git
-// taking no lock it can do without, and no make of this process's own to
-// talk to.
+// taking no lock it can do without, no make of this process's own to talk
+// to, and none of the variables make test hands its tests: IMAGE_ARCHIVE
+// would send `make image` to write the repository's archive, which
+// test/image reads meanwhile, instead of the workspace's.
 func (w *workspace) environ() []string {
 	set := map[string]string{
 		"HOME":       w.dir,
@@ -184,7 +186,7 @@ func (w *workspace) environ() []string {
 		"HELM_CACHE_HOME":    filepath.Join(w.dir, ".cache", "helm"),
 		"HELM_DATA_HOME":     filepath.Join(w.dir, ".local", "share", "helm"),
 	}
-	drop := []string{"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "GNUMAKEFLAGS", "GOPATH", "GOMODCACHE", "GOCACHE", "GOENV"}
+	drop := []string{"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "GNUMAKEFLAGS", "GOPATH", "GOMODCACHE", "GOCACHE", "GOENV", "IMAGE_ARCHIVE"}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
