@@ -30,10 +30,12 @@ type nodeView struct {
 	uid types.UID
 	// conds are the conditions a node lifecycle controller writes.
 	conds []corev1.NodeCondition
-	// basis is the heartbeat of the Ready condition the kubelet last
-	// posted, as conds were taken from it: a later post replaces them, as
-	// the kubelet's write would replace a mark.
-	basis metav1.Time
+	// basis is the Ready condition the kubelet last posted, as conds were
+	// taken from it: a later post replaces them, as the kubelet's write
+	// would replace a mark. A post is told by any field, not the heartbeat
+	// alone: its times are whole seconds, and a kubelet that registers
+	// posts Ready=False and then Ready=True, often within one second.
+	basis corev1.NodeCondition
 	// taints are the taints a node lifecycle controller owns.
 	taints []corev1.Taint
 }
@@ -108,7 +110,7 @@ func (v *View) ShowNode(node *corev1.Node) {
 	if nv == nil || nv.uid != node.UID {
 		nv = v.firstSight(node)
 	} else if ready := health.ReadyCondition(node); ready != nil && !markedByController(ready) &&
-		!ready.LastHeartbeatTime.Equal(&nv.basis) {
+		!samePost(ready, &nv.basis) {
 		nv.takeConditions(node)
 	}
 	node.Status.Conditions = withConditions(node.Status.Conditions, nv.conds)
@@ -145,10 +147,17 @@ func (nv *nodeView) takeConditions(node *corev1.Node) {
 			nv.conds = append(nv.conds, *c.DeepCopy())
 		}
 	}
-	nv.basis = metav1.Time{}
+	nv.basis = corev1.NodeCondition{}
 	if ready := health.ReadyCondition(node); ready != nil {
-		nv.basis = ready.LastHeartbeatTime
+		nv.basis = *ready.DeepCopy()
 	}
+}
+
+// samePost reports whether two Ready conditions are one post of the
+// kubelet's.
+func samePost(a, b *corev1.NodeCondition) bool {
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
+		a.LastHeartbeatTime.Equal(&b.LastHeartbeatTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }
 
 // withConditions returns conds with its lifecycle conditions replaced by

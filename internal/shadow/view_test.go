@@ -220,6 +220,42 @@ func TestShowNodeReadyCondition(t *testing.T) {
 	}
 }
 
+// A kubelet that registers posts Ready=False and then Ready=True, often
+// within one second: the second post has the first's heartbeat (whole
+// seconds), and is told from it by its other fields, whichever differs.
+func TestShowNodeTakesTwoPostsInOneSecond(t *testing.T) {
+	hb := t0
+	ready := kubeletNode("n1", "uid-1", hb)
+	notReady := withCondition(ready, corev1.NodeReady, corev1.ConditionFalse)
+	notReady.Status.Conditions[2].Reason = "KubeletNotReady"
+	notReady.Status.Conditions[2].LastTransitionTime = metav1.NewTime(hb)
+	tests := []struct {
+		name        string
+		first, then *corev1.Node
+		wantStatus  corev1.ConditionStatus
+		wantMessage string
+	}{
+		{name: "NotReady then Ready", first: notReady, then: ready, wantStatus: corev1.ConditionTrue},
+		{name: "Ready then NotReady", first: ready, then: notReady, wantStatus: corev1.ConditionFalse},
+		{name: "a new message alone", first: notReady, then: func() *corev1.Node {
+			n := notReady.DeepCopy()
+			n.Status.Conditions[2].Message = "container runtime network not ready"
+			return n
+		}(), wantStatus: corev1.ConditionFalse, wantMessage: "container runtime network not ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewView()
+			shown(v, tt.first)
+			got := conditionOf(t, shown(v, tt.then), corev1.NodeReady)
+			if got.Status != tt.wantStatus || got.Message != tt.wantMessage {
+				t.Errorf("Ready = %s (%q), want %s (%q): the second post in one second was missed",
+					got.Status, got.Message, tt.wantStatus, tt.wantMessage)
+			}
+		})
+	}
+}
+
 // Conditions no node lifecycle controller writes are always the inCluster
 // node's, whatever the view holds.
 func TestShowNodeOtherConditionsComeFromRealNode(t *testing.T) {

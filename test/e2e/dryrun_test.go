@@ -131,6 +131,13 @@ const upstreamLoops = "node-lifecycle-controller,taint-eviction-controller"
 // runs with, until the spec ends or s.kcm is stopped.
 func (s *sideBySide) startKubeControllerManager(controllers string) {
 	GinkgoHelper()
+	s.startKubeControllerManagerWith(controllers, sideGrace, sideStartup)
+}
+
+// startKubeControllerManagerWith starts kube-controller-manager as
+// startKubeControllerManager does, with the grace and startup grace given.
+func (s *sideBySide) startKubeControllerManagerWith(controllers string, grace, startup time.Duration) {
+	GinkgoHelper()
 	addr, err := harness.FreeLocalAddr()
 	Expect(err).NotTo(HaveOccurred())
 	host, port, _ := strings.Cut(addr, ":")
@@ -139,9 +146,9 @@ func (s *sideBySide) startKubeControllerManager(controllers string) {
 		"--controllers=" + controllers,
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
-		"--node-monitor-grace-period=" + sideGrace.String(),
+		"--node-monitor-grace-period=" + grace.String(),
 		"--node-monitor-period=" + sidePeriod.String(),
-		"--node-startup-grace-period=" + sideStartup.String(),
+		"--node-startup-grace-period=" + startup.String(),
 		"--node-eviction-rate=10",
 		"--bind-address=" + host,
 		"--secure-port=" + port,

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -32,26 +29,7 @@ func startKubeletSidePlane() *sideBySide {
 	// No node has registered yet: the one startSidePlane started has
 	// judged nothing.
 	Expect(s.kcm.Stop(10 * time.Second)).To(Succeed())
-	addr, err := harness.FreeLocalAddr()
-	Expect(err).NotTo(HaveOccurred())
-	host, port, _ := strings.Cut(addr, ":")
-	kcm, err := harness.StartProcess(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager"), []string{
-		"--kubeconfig=" + s.kcmConfig,
-		"--controllers=" + upstreamLoops,
-		"--use-service-account-credentials=false",
-		"--leader-elect=false",
-		"--node-monitor-grace-period=" + kubeletGrace.String(),
-		"--node-monitor-period=" + sidePeriod.String(),
-		"--node-startup-grace-period=" + (2 * kubeletGrace).String(),
-		"--node-eviction-rate=10",
-		"--bind-address=" + host,
-		"--secure-port=" + port,
-		"--cert-dir=" + filepath.Join(GinkgoT().TempDir(), "kcm-serving"),
-		"--authentication-skip-lookup",
-	}, GinkgoWriter)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = kcm.Stop(10 * time.Second) })
-	s.kcm = kcm
+	s.startKubeControllerManagerWith(upstreamLoops, kubeletGrace, 2*kubeletGrace)
 	return s
 }
 
@@ -78,6 +56,11 @@ func (s *sideBySide) startKubeletDryRun() {
 var _ = Describe("A dry run beside kube-controller-manager over real kubelets", Label("kubelet"), func() {
 	It("agrees with kube-controller-manager on a killed kubelet: both mark it and taint it unreachable, upstream evicts its pod, and the dry run holds nothing back", func() {
 		s := startKubeletSidePlane()
+		// Started before the kubelets register: each posts Ready=False and
+		// then, often within the same second, Ready=True, with the same
+		// heartbeat time (whole seconds), and the dry run must take both.
+		s.startKubeletDryRun()
+		Eventually(s.dryRunLeader).ShouldNot(BeEmpty())
 		zone := "zone-" + newNodeName()
 		kubelets := startHollowKubeletsOn(s.env, s.k8s, zone, newNodeName(), newNodeName())
 		live, dead := kubelets[0], kubelets[1]
@@ -90,16 +73,10 @@ var _ = Describe("A dry run beside kube-controller-manager over real kubelets", 
 				return got.Status.Phase == corev1.PodRunning
 			}).WithTimeout(time.Minute).Should(BeTrue(), "pod %s", pod.Name)
 		}
-		// Started once the kubelets are Ready: as each registers, it
-		// posts Ready=False and then, often within the same second,
-		// Ready=True, with the same heartbeat time (whole seconds).
-		s.startKubeletDryRun()
-		Eventually(s.dryRunLeader).ShouldNot(BeEmpty())
 
 		By("a kubelet killed once the dry run has heard it: both mark it and taint it unreachable, upstream evicts its pod, and the dry run holds nothing")
-		// The dry run gives every node a fresh grace when it starts: killed
-		// before it renews its Lease again, the kubelet would be marked by
-		// the dry run up to a renewal interval after upstream.
+		// Killed just after a Lease renewal that both have heard, so that
+		// both judge from the same last heartbeat.
 		renewTime := func(g Gomega) *metav1.MicroTime {
 			lease := &coordinationv1.Lease{}
 			err := s.k8s.Get(context.Background(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: dead.Name}, lease)
