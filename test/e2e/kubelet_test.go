@@ -142,15 +142,7 @@ func createKubeletPod(name, node string, tolerations ...corev1.Toleration) *core
 // createKubeletPodOn is createKubeletPod through c.
 func createKubeletPodOn(c client.Client, name, node string, tolerations ...corev1.Toleration) *corev1.Pod {
 	GinkgoHelper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: name},
-		Spec: corev1.PodSpec{
-			NodeName:                     node,
-			AutomountServiceAccountToken: ptr.To(false),
-			Containers:                   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			Tolerations:                  tolerations,
-		},
-	}
+	pod := harness.KubeletPod(metav1.NamespaceDefault, name, node, nil, tolerations...)
 	Expect(c.Create(context.Background(), pod)).To(Succeed())
 	return pod
 }
