@@ -175,6 +175,7 @@ func (r *Reconciler) model() *safety.Model { return r.d.Model }
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := r.d.Clock.Now()
 	defer func() { updateNodeHealthDuration.Observe(r.d.Clock.Since(start).Seconds()) }()
+	handed, _ := r.world.wakes.handedAt(req.Name)
 	if err := r.seed(ctx, start); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -192,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.noticeForeignWriters(ctx, node)
 	out, err := r.Executor().Look(ctx, port{r}, node, lease, r.settings(ctx, node))
-	r.tell(ctx, out, err == nil)
+	r.tell(ctx, out, err == nil, lookTimes{handed: handed, start: start})
 	if apierrors.IsNotFound(err) {
 		r.forget(ctx, req.Name)
 		return ctrl.Result{}, nil

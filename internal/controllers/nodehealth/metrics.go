@@ -30,6 +30,14 @@ var (
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	})
 
+	markStage = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "node_lifecycle_mark_stage_seconds",
+		Help: "The stages of node_lifecycle_mark_delay_seconds: wake (the deadline to the node handed to the work queue), " +
+			"queue (waiting for a worker), look (the look before and between the reads), read (the live reads), patch (the mark's write). " +
+			"A mark that no deadline wake started has only read and patch.",
+		Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+	}, []string{"stage"})
+
 	outagesExcused = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "node_lifecycle_apiserver_outage_seconds",
 		Help:    "Spans during which the controller could not reach the apiserver; each is excused from every node's silence.",
@@ -80,7 +88,7 @@ var (
 // Metrics returns the package's metrics, which it registers with
 // controller-runtime's registry.
 func Metrics() []prometheus.Collector {
-	return []prometheus.Collector{nodesByState, transitions, markDelay, outagesExcused, updateNodeHealthDuration,
+	return []prometheus.Collector{nodesByState, transitions, markDelay, markStage, outagesExcused, updateNodeHealthDuration,
 		zoneHealth, zoneSize, unhealthyNodes, taintsApplied, zoneStates, partitionFreeze, maintenanceHeld, foreignWrites}
 }
 

@@ -2,7 +2,9 @@ package nodehealth
 
 import (
 	"context"
+	"maps"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -10,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety/act"
 )
 
 // zoneVecs are the gauges that carry a series per zone of a pool, with how
@@ -136,4 +140,31 @@ func TestZoneSeriesGoWithTheirPool(t *testing.T) {
 	f.r.guardChanged(ctx, g.Update("x", st, t0), t0)
 	wantZoneSeries(t, pooled, false)
 	wantZoneSeries(t, disruption.ZoneID{Zone: pooled.Zone}, true)
+}
+
+// TestMarkStagesSplitTheDelay: the stages of a mark that a deadline wake
+// started add up to its delay; one that another look started has the reads
+// and the patch alone.
+func TestMarkStagesSplitTheDelay(t *testing.T) {
+	deadline := t0
+	m := &act.Mark{Verdict: health.Verdict{Deadline: deadline}, Delay: 100 * time.Millisecond,
+		Read: 10 * time.Millisecond, Patch: 5 * time.Millisecond}
+	stages := func(values []any) map[string]time.Duration {
+		out := map[string]time.Duration{}
+		for i := 0; i+1 < len(values); i += 2 {
+			out[values[i].(string)] = values[i+1].(time.Duration)
+		}
+		return out
+	}
+	got := stages(markStages(m, lookTimes{handed: deadline.Add(20 * time.Millisecond), start: deadline.Add(50 * time.Millisecond)}))
+	want := map[string]time.Duration{"wake": 20 * time.Millisecond, "queue": 30 * time.Millisecond,
+		"look": 35 * time.Millisecond, "read": 10 * time.Millisecond, "patch": 5 * time.Millisecond}
+	if !maps.Equal(got, want) {
+		t.Errorf("stages of a mark a deadline wake started = %v, want %v", got, want)
+	}
+	got = stages(markStages(m, lookTimes{start: deadline.Add(50 * time.Millisecond)}))
+	want = map[string]time.Duration{"read": 10 * time.Millisecond, "patch": 5 * time.Millisecond}
+	if !maps.Equal(got, want) {
+		t.Errorf("stages of a mark another look started = %v, want %v", got, want)
+	}
 }

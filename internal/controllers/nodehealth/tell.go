@@ -13,9 +13,15 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/taints"
 )
 
+// lookTimes are when a look began, and when its node was handed to the work
+// queue for its passed deadline (zero if it was not).
+type lookTimes struct {
+	handed, start time.Time
+}
+
 // tell logs, counts and records what a look did; done is false when it
 // failed part way, and only what it did before is told.
-func (r *Reconciler) tell(ctx context.Context, out act.Outcome, done bool) {
+func (r *Reconciler) tell(ctx context.Context, out act.Outcome, done bool, at lookTimes) {
 	log := ctrl.LoggerFrom(ctx)
 	r.applyChange(ctx, out.Change)
 	d, node := out.Decision, out.Node
@@ -24,7 +30,8 @@ func (r *Reconciler) tell(ctx context.Context, out act.Outcome, done bool) {
 	}
 	if m := out.Mark; m != nil {
 		markDelay.Observe(m.Delay.Seconds())
-		log.Info("Marked node unreachable", "deadline", m.Verdict.Deadline, "delay", m.Delay, "neverReported", m.Verdict.NeverReported)
+		log.Info("Marked node unreachable", append([]any{"deadline", m.Verdict.Deadline, "delay", m.Delay,
+			"neverReported", m.Verdict.NeverReported}, markStages(m, at)...)...)
 		// As with kube-controller-manager, only a node the mark took from
 		// Ready is announced: one already NotReady, or never ready, lost
 		// nothing.
@@ -119,4 +126,27 @@ func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
 		}
 		r.eventFreeze(c.Frozen, lost, total)
 	}
+}
+
+// markStages splits a mark's time from the node's deadline into its
+// stages, observes each (markStage) and returns them as log values: until
+// the node was handed to the work queue (wake), waiting there for a worker
+// (queue), the live reads (read), the mark's write (patch), and the rest of
+// the look (look). A node looked at for another reason than its deadline
+// wake (a watch event, a retry) has only the last three.
+func markStages(m *act.Mark, at lookTimes) []any {
+	look := m.Delay - m.Read - m.Patch
+	stages := []any{"read", m.Read, "patch", m.Patch}
+	markStage.WithLabelValues("read").Observe(m.Read.Seconds())
+	markStage.WithLabelValues("patch").Observe(m.Patch.Seconds())
+	if !at.handed.IsZero() {
+		wake, queue := at.handed.Sub(m.Verdict.Deadline), at.start.Sub(at.handed)
+		look -= wake + queue
+		markStage.WithLabelValues("wake").Observe(wake.Seconds())
+		markStage.WithLabelValues("queue").Observe(queue.Seconds())
+		stages = append(stages, "wake", wake, "queue", queue)
+		markStage.WithLabelValues("look").Observe(look.Seconds())
+		stages = append(stages, "look", look)
+	}
+	return stages
 }

@@ -42,6 +42,10 @@ type wakes struct {
 	// ahead is due's scratch list of the wakes it reads ahead of their
 	// time, kept between calls; due is called by one goroutine at a time.
 	ahead []queued
+	// handed holds when each node whose deadline passed was handed to the
+	// work queue, until its look takes it (tookAt): the mark's time from
+	// its deadline is split at it into the wake's and the queue's.
+	handed map[string]time.Time
 
 	// events feeds the controller's work queue; urgent feeds it the nodes
 	// whose deadline has passed, ahead of any other work (markPriority).
@@ -56,7 +60,7 @@ type wake struct {
 }
 
 func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wakes {
-	return &wakes{clock: clk, deadline: deadline, at: make(map[string]wake),
+	return &wakes{clock: clk, deadline: deadline, at: make(map[string]wake), handed: make(map[string]time.Time),
 		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node]),
 		urgent: make(chan event.TypedGenericEvent[*corev1.Node])}
 }
@@ -285,6 +289,19 @@ func (w *wakes) sendDue(ctx context.Context, now time.Time) bool {
 	return w.send(ctx, w.urgent, expired) && w.send(ctx, w.events, rest)
 }
 
+// handedAt returns when the node was handed to the work queue for its
+// passed deadline, if it was since its last look, and forgets it.
+func (w *wakes) handedAt(name string) (time.Time, bool) {
+	if w == nil {
+		return time.Time{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.handed[name]
+	delete(w.handed, name)
+	return t, ok
+}
+
 // send queues the nodes for a reconcile; false when ctx ended first.
 func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*corev1.Node], names []string) bool {
 	for _, name := range names {
@@ -294,6 +311,11 @@ func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*cor
 		case to <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
 		case <-ctx.Done():
 			return false
+		}
+		if to == w.urgent {
+			w.mu.Lock()
+			w.handed[name] = w.clock.Now()
+			w.mu.Unlock()
 		}
 	}
 	return true

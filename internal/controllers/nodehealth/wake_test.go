@@ -100,6 +100,16 @@ func TestWakesReconcileOnlyPassedDeadlines(t *testing.T) {
 	if at, ok := w.when("renewed"); !ok || !at.Equal(t0.Add(18*time.Second)) {
 		t.Fatalf("renewed node's wake = %v, %v; want 18s", at, ok)
 	}
+	// The silent node's look learns when it was handed over, once.
+	if at, ok := w.handedAt("silent"); !ok || !at.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("handedAt(silent) = %v, %v; want 10s", at, ok)
+	}
+	if at, ok := w.handedAt("silent"); ok {
+		t.Fatalf("handedAt(silent) again = %v; want nothing: its look took it", at)
+	}
+	if at, ok := w.handedAt("renewed"); ok {
+		t.Fatalf("handedAt(renewed) = %v; want nothing: its deadline moved and it was not handed over", at)
+	}
 	stepTo(clk, 18*time.Second)
 	if got := <-queued; !slices.Equal(got, []string{"!renewed"}) {
 		t.Fatalf("at 18s queued %v, want [!renewed]", got)

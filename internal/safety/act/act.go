@@ -109,6 +109,10 @@ type Mark struct {
 	WasReady bool
 	// Delay is how long after the node's deadline it was marked.
 	Delay time.Duration
+	// Read is how long the live reads that confirmed the silence took, and
+	// Patch the mark's write: the parts of Delay spent waiting for the
+	// apiserver.
+	Read, Patch time.Duration
 }
 
 // Look looks at a node as the cache shows it, with its Lease (nil for none)
@@ -170,20 +174,26 @@ func wakeAll(p LookPort, names []string, now time.Time) {
 // changed its resourceVersion and fails the patch. Only then is the Node
 // read live, and the node judged again from what the apiserver holds.
 func (x *Executor) mark(ctx context.Context, p LookPort, cached *corev1.Node, v health.Verdict, grace health.Grace) (*corev1.Node, *coordinationv1.Lease, *Mark, error) {
+	sent := p.Now()
 	lease, err := p.Lease(ctx, cached.Name)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("read lease live: %w", err)
 	}
+	read := p.Now().Sub(sent)
 	node, mark, err := x.markIfSilent(ctx, p, cached, lease, v, grace)
-	if !apierrors.IsConflict(err) {
-		return node, lease, mark, err
+	if apierrors.IsConflict(err) {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Node changed since the cache saw it; reading it live before marking")
+		sent = p.Now()
+		node, lease, err = p.Live(ctx, cached.Name)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read node %q live: %w", cached.Name, err)
+		}
+		read += p.Now().Sub(sent)
+		node, mark, err = x.markIfSilent(ctx, p, node, lease, v, grace)
 	}
-	logr.FromContextOrDiscard(ctx).V(1).Info("Node changed since the cache saw it; reading it live before marking")
-	node, lease, err = p.Live(ctx, cached.Name)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read node %q live: %w", cached.Name, err)
+	if mark != nil {
+		mark.Read = read
 	}
-	node, mark, err = x.markIfSilent(ctx, p, node, lease, v, grace)
 	return node, lease, mark, err
 }
 
@@ -214,10 +224,13 @@ func (x *Executor) markIfSilent(ctx context.Context, p LookPort, node *corev1.No
 	ready := health.ReadyCondition(node)
 	marked := node.DeepCopy()
 	marked.Status.Conditions = conds
+	sent := p.Now()
 	if err := p.PatchStatus(ctx, node, marked); err != nil {
 		return nil, nil, fmt.Errorf("patch node %q status: %w", node.Name, err)
 	}
-	return marked, &Mark{Verdict: v, WasReady: ready != nil && ready.Status == corev1.ConditionTrue, Delay: p.Now().Sub(v.Deadline)}, nil
+	done := p.Now()
+	return marked, &Mark{Verdict: v, WasReady: ready != nil && ready.Status == corev1.ConditionTrue,
+		Delay: done.Sub(v.Deadline), Patch: done.Sub(sent)}, nil
 }
 
 // write patches the taints and records the look decided, in one patch
