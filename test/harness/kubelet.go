@@ -139,20 +139,30 @@ func StartHollowKubelet(ctx context.Context, cfg HollowKubeletConfig, name strin
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create the directory of hollow kubelet %s: %w", name, err)
 	}
-	addr, err := FreeLocalAddr()
-	if err != nil {
-		return nil, err
-	}
-	_, port, _ := net.SplitHostPort(addr)
 	k := &HollowKubelet{cfg: cfg, Name: name, dir: dir, staticPods: map[string][]byte{}}
-	if k.Port, err = strconv.Atoi(port); err != nil {
-		return nil, fmt.Errorf("port of %s: %w", addr, err)
+	// Kubelets started together may be handed the same free port: the
+	// one that finds it taken starts again on another.
+	for try := 1; ; try++ {
+		addr, err := FreeLocalAddr()
+		if err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		if k.Port, err = strconv.Atoi(port); err != nil {
+			return nil, fmt.Errorf("port of %s: %w", addr, err)
+		}
+		err = k.start(ctx)
+		if err == nil {
+			return k, nil
+		}
+		if !errors.Is(err, ErrPortTaken) || try == portTries {
+			return nil, err
+		}
 	}
-	if err := k.start(ctx); err != nil {
-		return nil, err
-	}
-	return k, nil
 }
+
+// portTries is how many ports StartHollowKubelet tries a kubelet on.
+const portTries = 3
 
 // start runs kubemark anew, logging to a file of the run's own. kubemark
 // makes a new root directory, with the static pod directory in it, under
@@ -187,6 +197,11 @@ func (k *HollowKubelet) start(ctx context.Context) error {
 	k.proc = proc
 	client := &http.Client{Timeout: 2 * time.Second}
 	if err := proc.WaitReady(ctx, client, k.URL("/healthz"), time.Minute); err != nil {
+		k.stop()
+		return fmt.Errorf("hollow kubelet %s (log %s): %w", k.Name, k.log.Name(), err)
+	}
+	// The answer may have come from another process on the same port.
+	if err := proc.WaitListening(ctx, k.Port, 10*time.Second); err != nil {
 		k.stop()
 		return fmt.Errorf("hollow kubelet %s (log %s): %w", k.Name, k.log.Name(), err)
 	}

@@ -82,6 +82,9 @@ func (f *KubeletFleet) Nodes() []string { return slices.Clone(f.names) }
 // Zones returns the zone names, in order.
 func (f *KubeletFleet) Zones() []string { return slices.Clone(f.zones) }
 
+// Zone returns the zone of a node, "" for a name not in the fleet.
+func (f *KubeletFleet) Zone(name string) string { return f.zoneOf[name] }
+
 // InZone returns the nodes of a zone, in order.
 func (f *KubeletFleet) InZone(zone string) []string {
 	return slices.DeleteFunc(f.Nodes(), func(n string) bool { return f.zoneOf[n] != zone })
