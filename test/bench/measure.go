@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -20,7 +18,7 @@ type bench struct {
 	cfg   config
 	env   *envtest.Environment
 	dir   string
-	fleet *fleet.Fleet
+	fleet nodeFleet
 	obs   *observer
 	// victims are the nodes stopped in the run: the fleet's nodes are named
 	// alike in every run, so they are the same for each controller.
@@ -90,6 +88,9 @@ type turn struct {
 	// share; PodStatusWriteFailures counts the writes that failed in it.
 	PodStatusWritesPerSecond float64 `json:"podStatusWritesPerSecond"`
 	PodStatusWriteFailures   int64   `json:"podStatusWriteFailures"`
+	// Kubelets is what hollow kubelets used in the steady state, nil for
+	// the simulated fleet.
+	Kubelets *kubeletUse `json:"kubelets,omitempty"`
 
 	// Stopped has one entry per stopped node.
 	Stopped []stoppedNode `json:"stopped"`
@@ -111,31 +112,6 @@ type turn struct {
 	// taken at the end of the steady state, if profiles were asked for.
 	HeapProfile    string `json:"heapProfile,omitempty"`
 	HeapProfileTop string `json:"heapProfileTop,omitempty"`
-}
-
-// stoppedNode is what happened to one node whose heartbeats were stopped.
-// The delays are in seconds after its deadline: its last heartbeat plus the
-// grace period; nil when it never happened.
-type stoppedNode struct {
-	Node          string    `json:"node"`
-	Zone          string    `json:"zone"`
-	StoppedAt     time.Time `json:"stoppedAt"`
-	LastHeartbeat time.Time `json:"lastHeartbeat"`
-	Deadline      time.Time `json:"deadline"`
-	MarkDelay     *float64  `json:"markDelaySeconds"`
-	// OwnMarkDelay is the mark's delay as the controller timed it, from
-	// the deadline it computed to its write: MarkDelay less the watches'
-	// delivery, to it and to the bench. Only our controller logs it.
-	OwnMarkDelay *float64 `json:"ownMarkDelaySeconds,omitempty"`
-	TaintDelay   *float64 `json:"taintDelaySeconds"`
-	MarkToTaint  *float64 `json:"markToTaintSeconds"`
-	// Pods counts the node's pods, and PodsNotReady those seen not Ready;
-	// PodsDelay is when the last of them was, after the deadline: from
-	// then on no Service sends the node's pods traffic. Nil while some
-	// pod was never seen not Ready.
-	Pods         int      `json:"pods"`
-	PodsNotReady int      `json:"podsNotReady"`
-	PodsDelay    *float64 `json:"podsDelaySeconds,omitempty"`
 }
 
 // measure gives one contender its turn: start, settle, steady state, and
@@ -176,10 +152,17 @@ func (b *bench) measure(ctx context.Context, ct contender) (*turn, error) {
 		return r, err
 	}
 	podWrites := b.fleet.PodStatusWrites()
+	endKubelets, err := meterKubelets(b.fleet)
+	if err != nil {
+		return r, err
+	}
 	if err := r.steadyState(ctx, proc, b.cfg, b.dir); err != nil {
 		return r, err
 	}
 	r.countPodWrites(podWrites, b.fleet.PodStatusWrites())
+	if err := endKubelets(r); err != nil {
+		return r, err
+	}
 	// The floor marks no node, so stopping some would only wait out a
 	// timeout; its peak memory is read after its steady state.
 	if ct.judges {
@@ -337,98 +320,6 @@ func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) erro
 	}
 	r.CPUSecondsFailure = (after - before).Seconds()
 	return nil
-}
-
-// collect turns what the observer recorded into per-node delays.
-func (r *turn) collect(rec *recording, f *fleet.Fleet) {
-	r.FalsePositives = rec.falsePositives
-	for name, at := range rec.stopped {
-		n := stoppedNode{Node: name, Zone: f.Zone(name), StoppedAt: at}
-		if hb, ok := rec.heartbeat[name]; ok {
-			n.LastHeartbeat = hb
-			n.Deadline = hb.Add(monitorGrace)
-		}
-		marked, isMarked := rec.marked[name]
-		tainted, isTainted := rec.tainted[name]
-		if isMarked {
-			n.MarkDelay = seconds(marked.Sub(n.Deadline))
-		}
-		if isTainted && isMarked {
-			n.TaintDelay = seconds(tainted.Sub(n.Deadline))
-			n.MarkToTaint = seconds(tainted.Sub(marked))
-		}
-		for _, at := range rec.pods[name] {
-			n.Pods++
-			if !at.IsZero() {
-				n.PodsNotReady++
-			}
-		}
-		if last, all := rec.lastPodNotReady(name); all && !n.Deadline.IsZero() {
-			n.PodsDelay = seconds(last.Sub(n.Deadline))
-		}
-		r.Stopped = append(r.Stopped, n)
-	}
-	r.LeaseLag = summarize(rec.leaseLag)
-	slices.SortFunc(r.Stopped, func(a, b stoppedNode) int { return strings.Compare(a.Node, b.Node) })
-}
-
-// collectOwn adds to the stopped nodes the mark delays the controller logged
-// by its own clock.
-func (r *turn) collectOwn(log string) error {
-	if !r.Judges {
-		return nil
-	}
-	own, err := ownMarkDelays(log)
-	if err != nil {
-		return err
-	}
-	for i := range r.Stopped {
-		if d, ok := own[r.Stopped[i].Node]; ok {
-			r.Stopped[i].OwnMarkDelay = seconds(d)
-		}
-	}
-	return nil
-}
-
-// zoneWindow is how long after a zone's stop (--stop-zone) the run lasts at
-// least: its nodes' deadlines come 40 to 50s after the stop, and the window
-// counts the taints the zone's rate allows in the minute after.
-const zoneWindow = 2 * time.Minute
-
-// pickVictims chooses the nodes to stop: every node of the first zone, or
-// percent of the nodes, at least one, spread evenly over the zones and
-// within each zone.
-func pickVictims(f *fleet.Fleet, c config) []string {
-	if c.stopZone {
-		return f.InZone(f.Zones()[0])
-	}
-	percent := c.stopPercent
-	nodes := f.Nodes()
-	n := max(1, int(float64(len(nodes))*percent/100+0.5))
-	zones := f.Zones()
-	var out []string
-	for z, zone := range zones {
-		members := f.InZone(zone)
-		want := n / len(zones)
-		if z < n%len(zones) {
-			want++
-		}
-		for k := range want {
-			out = append(out, members[k*len(members)/want])
-		}
-	}
-	return out
-}
-
-// inZone returns the names in zone.
-func inZone(f *fleet.Fleet, names []string, zone string) []string {
-	var out []string
-	for _, n := range names {
-		if f.Zone(n) == zone {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // hold waits d, unless ctx ends or the controller exits first.

@@ -155,6 +155,9 @@ func (r *turn) phases() string {
 		if r.PodStatusWritesPerSecond > 0 || r.PodStatusWriteFailures > 0 {
 			parts = append(parts, fmt.Sprintf("pod status writes %.1f/s in the steady state (%d failed)", r.PodStatusWritesPerSecond, r.PodStatusWriteFailures))
 		}
+		if r.Kubelets != nil {
+			parts = append(parts, r.Kubelets.String())
+		}
 	}
 	if !r.AllTainted.IsZero() {
 		parts = append(parts, "stop to the end of the wait "+secs(r.AllTainted.Sub(r.Failed)))
@@ -355,6 +358,9 @@ func (res *results) markdown() string {
 	}
 	fmt.Fprintf(&b, "- Fleet: %s; default kubelet timings (Lease 40s renewed every 10s, status every 10s, reported on change or every 5m, that interval shifted at random by up to half after each change, as the kubelet does); %s stopped in each controller's run.\n",
 		c.fleetLoad(), stopped)
+	if c.Kubelets == kubeletsHollow {
+		b.WriteString("- " + hollowNote + "\n")
+	}
 	fmt.Fprintf(&b, "- Runs: %d round(s). Each run has a fresh control plane and a freshly started fleet of its own; "+
 		"the first round runs upstream, ours, floor, and each next round starts one later in that list.\n", c.Runs)
 	fmt.Fprintf(&b, "- Flags, identical for both controllers: `%s`. The floor (test/bench/floor) only watches Nodes and the Leases in kube-node-lease, with our controller's client settings; it gets `%s`.\n",

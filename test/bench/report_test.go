@@ -201,6 +201,8 @@ func TestFleetLoad(t *testing.T) {
 		{config{nodes: 1000, zones: 3, podsPerNode: 30}, "1000 nodes in 3 zones, 30 pods each (30000 pods), no pod status written after start"},
 		{config{nodes: 1000, zones: 3, podsPerNode: 30, podStatusEvery: 5 * time.Minute},
 			"1000 nodes in 3 zones, 30 pods each (30000 pods), each pod's status written every 5m0s (100.0 writes/s)"},
+		{config{kubelets: kubeletsHollow, nodes: 100, zones: 3, podsPerNode: 10}, "100 hollow kubelets in 3 zones, 10 pods each (1000 pods), their statuses the kubelets' own"},
+		{config{kubelets: kubeletsHollow, nodes: 100, zones: 3}, "100 hollow kubelets in 3 zones, no pods"},
 	}
 	for _, tt := range tests {
 		if got := describeConfig(tt.c).fleetLoad(); got != tt.want {
