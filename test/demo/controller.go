@@ -19,7 +19,7 @@ import (
 )
 
 // controller is the node-lifecycle-controller binary, run as its own process
-// against the demo's control plane with the demo's short timings.
+// against the demo's control plane with the demo's timings.
 type controller struct {
 	*harness.Process
 	metricsURL string
@@ -27,27 +27,26 @@ type controller struct {
 }
 
 // controllerFlags are the flags the demo runs the controller with: the
-// kube-controller-manager flag names, with seconds where a real cluster has
-// minutes.
-func controllerFlags(kubeconfig string, port harness.SecurePort) []string {
+// kube-controller-manager flag names, with the demo's timings t.
+func controllerFlags(kubeconfig string, port harness.SecurePort, t timings) []string {
 	return append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
-		"--node-monitor-period=" + monitorPeriod.String(),
-		"--node-monitor-grace-period=" + graceperiod.String(),
-		"--node-startup-grace-period=" + startupGrace.String(),
-		"--pod-eviction-timeout=" + podEvictTimeout.String(),
-		"--node-eviction-rate=" + strconv.FormatFloat(evictionRate, 'f', -1, 64),
-		"--partition-freeze-cooldown=" + freezeCooldown.String(),
+		"--node-monitor-period=" + t.monitorPeriod.String(),
+		"--node-monitor-grace-period=" + t.grace.String(),
+		"--node-startup-grace-period=" + t.startupGrace.String(),
+		"--pod-eviction-timeout=" + t.podEvictTimeout.String(),
+		"--node-eviction-rate=" + strconv.FormatFloat(t.evictionRate, 'f', -1, 64),
+		"--partition-freeze-cooldown=" + t.freezeCooldown.String(),
 		// The secure port on loopback, read by the demo itself: its metrics
 		// are open to any caller there.
 	}, port.Flags("/metrics")...)
 }
 
 // startController writes a kubeconfig for the control plane into outDir and
-// starts the binary at path, its output going to log. It returns once the
-// controller reports ready.
-func startController(ctx context.Context, env *envtest.Environment, path, outDir string, log *os.File) (*controller, error) {
+// starts the binary at path with the timings t, its output going to log. It
+// returns once the controller reports ready.
+func startController(ctx context.Context, env *envtest.Environment, path, outDir string, log *os.File, t timings) (*controller, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("controller binary (run `make build`): %w", err)
 	}
@@ -60,7 +59,7 @@ func startController(ctx context.Context, env *envtest.Environment, path, outDir
 		return nil, err
 	}
 
-	flags := controllerFlags(kubeconfigPath, port)
+	flags := controllerFlags(kubeconfigPath, port, t)
 	fmt.Printf("Starting %s %s ...\n", path, strings.Join(flags[1:], " "))
 	proc, err := harness.StartProcess(path, flags, log)
 	if err != nil {

@@ -48,6 +48,10 @@ type snapshot struct {
 	Nodes []nodeState // ordered by zone, then name
 	// PodsAlive and PodsDeleted are the fleet's totals.
 	PodsAlive, PodsDeleted int
+	// PodsRunning counts the pods alive whose phase is Running, and
+	// PodsTerminating those deleted that are still listed: with no kubelet
+	// to finish them, as under a dead or frozen node, they stay so.
+	PodsRunning, PodsTerminating int
 	// Controller is what the controller's metrics said at the same time.
 	Controller controllerView
 }
@@ -157,7 +161,13 @@ func (o *observer) observe(ctx context.Context) (*snapshot, error) {
 	}
 	alive := make(map[string]int, len(nodes.Items))
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
+		switch {
+		case p.DeletionTimestamp != nil:
+			s.PodsTerminating++
+		case p.Status.Phase == corev1.PodRunning:
+			s.PodsRunning++
+			alive[p.Spec.NodeName]++
+		default:
 			alive[p.Spec.NodeName]++
 		}
 	}
@@ -191,6 +201,24 @@ func (o *observer) observe(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
+// silentFor says how long before at the node's Lease was last renewed.
+func (o *observer) silentFor(ctx context.Context, node string, at time.Time) (string, error) {
+	s, err := o.observe(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range s.Nodes {
+		if n.Name != node {
+			continue
+		}
+		if n.RenewTime.IsZero() {
+			return "no Lease", nil
+		}
+		return secs(at.Sub(n.RenewTime)), nil
+	}
+	return "", fmt.Errorf("node %s is not listed", node)
+}
+
 // partitionFreeze returns the message of the PartitionFreeze event the
 // controller recorded since the given time, or "" if there is none. The
 // controller writes core/v1 Events, as kube-controller-manager does: they
@@ -219,6 +247,8 @@ func isReady(n *nodeState) bool { return n.Ready == corev1.ConditionTrue }
 func isUnknown(n *nodeState) bool { return n.Ready == corev1.ConditionUnknown }
 
 func isHealthy(n *nodeState) bool { return isReady(n) && len(n.Taints) == 0 }
+
+func hasLease(n *nodeState) bool { return !n.RenewTime.IsZero() }
 
 func isRecovered(n *nodeState) bool { return isReady(n) && n.noExecute() == nil }
 

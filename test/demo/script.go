@@ -10,23 +10,22 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
 )
 
 // pollInterval is how often an act looks at the cluster.
 const pollInterval = 200 * time.Millisecond
 
-// observeWindow is how long act (e) watches for destructive work that must
-// not happen.
-const observeWindow = 10 * time.Second
-
 // finalHold is how long the recovered cluster is shown after the last act.
 const finalHold = 3 * time.Second
 
+// actSlack is what every act's timeout allows beyond the timings it waits
+// for: a loaded machine's delays, and the apiserver's.
+const actSlack = 30 * time.Second
+
 // demo holds the running demo's parts and what the script has done so far.
 type demo struct {
-	fleet    *fleet.Fleet
+	fleet    nodeFleet
+	timings  timings
 	obs      *observer
 	start    time.Time
 	logPath  string
@@ -64,19 +63,27 @@ func (d *demo) play(ctx context.Context) ([]actResult, error) {
 	victim := d.fleet.InZone(zones[0])[0]
 	deadZone := zones[len(zones)-1]
 	zoneNodes := d.fleet.InZone(deadZone)
+	t := d.timings
+	// Each act's timeout is the longest its story takes on these timings,
+	// and actSlack.
+	recoverWithin := t.readyWithin() + actSlack
+	taintZoneWithin := time.Duration(float64(len(zoneNodes)) / t.evictionRate * float64(time.Second))
 	acts := []act{
-		{"a", "settle", "(a) Settle: every node reports Ready, nothing is tainted", time.Minute,
+		{"a", "settle", "(a) Settle: every node reports Ready, nothing is tainted, every pod runs", time.Minute + t.startupGrace,
 			d.settle(all)},
-		{"b", "one node dies", fmt.Sprintf("(b) Node %s dies: Unknown after %v, tainted NoExecute, its pods evicted %ds later", victim, graceperiod, tolerationSeconds), 45 * time.Second,
+		{"b", "one node dies", fmt.Sprintf("(b) Node %s dies: Unknown %v after its last heartbeat, tainted NoExecute, its pods evicted %ds later",
+			victim, t.grace, t.tolerationSeconds),
+			t.unknownWithin() + t.toleration() + actSlack,
 			d.nodeDies(victim)},
-		{"c", "it recovers", fmt.Sprintf("(c) %s comes back: Ready again, its taints removed at once", victim), 30 * time.Second,
+		{"c", "it recovers", fmt.Sprintf("(c) %s comes back: Ready again, its taints removed at once", victim), recoverWithin,
 			d.recover([]string{victim})},
 		{"d", "a zone dies", fmt.Sprintf("(d) Zone %s dies (%d nodes) beside healthy zones: tainted one per second, pods evicted; then it comes back", deadZone, len(zoneNodes)),
-			time.Minute + time.Duration(float64(len(zoneNodes))/evictionRate*float64(time.Second)),
+			t.unknownWithin() + taintZoneWithin + t.toleration() + actSlack + recoverWithin,
 			d.zoneDies(deadZone)},
-		{"e", "everything dies", "(e) Every node goes silent at once: held (a partition freeze, or every zone down), nothing is tainted NoExecute, no pod is evicted", 45 * time.Second,
+		{"e", "everything dies", "(e) Every node goes silent at once: held (a partition freeze, or every zone down), nothing is tainted NoExecute, no pod is evicted",
+			t.unknownWithin() + t.observeWindow() + actSlack,
 			d.allDie(all)},
-		{"f", "everything recovers", "(f) Every node comes back: all Ready, nothing was lost in (e)", time.Minute,
+		{"f", "everything recovers", "(f) Every node comes back: all Ready, nothing was lost in (e)", recoverWithin + t.freezeCooldown,
 			d.recover(all)},
 	}
 	var results []actResult
@@ -84,8 +91,7 @@ func (d *demo) play(ctx context.Context) ([]actResult, error) {
 		r := d.runAct(ctx, a)
 		results = append(results, r)
 		if r.Err != nil {
-			d.fleet.Resume(all...)
-			return results, fmt.Errorf("act (%s) %s: %w", a.key, a.title, r.Err)
+			return results, errors.Join(fmt.Errorf("act (%s) %s: %w", a.key, a.title, r.Err), d.fleet.Resume(all...))
 		}
 	}
 	// Keep sampling the recovered cluster for a moment, so that the
@@ -134,10 +140,20 @@ func (d *demo) settle(all []string) func(context.Context, *actResult) error {
 		healthy := &milestone{name: "every node Ready without taints", cond: func(s *snapshot) bool {
 			return len(s.Nodes) == len(all) && s.all(all, isHealthy)
 		}}
-		if err := d.await(ctx, time.Now(), healthy); err != nil {
+		running := &milestone{name: "every pod running", cond: func(s *snapshot) bool {
+			return s.PodsRunning == len(all)*podsPerNode
+		}}
+		// A real kubelet says Ready before it has a Lease, which it creates
+		// at its first renewal once its Node exists, up to 10s later: the
+		// story's silences start from a Lease renewal.
+		leased := &milestone{name: "every node's Lease renewed", cond: func(s *snapshot) bool {
+			return len(s.Nodes) == len(all) && s.all(all, hasLease)
+		}}
+		if err := d.await(ctx, time.Now(), healthy, running, leased); err != nil {
 			return err
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("%d nodes Ready with no taints after %s", len(all), secs(healthy.at)))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d nodes Ready with no taints after %s, their %d pods running after %s, every Lease renewed after %s",
+			len(all), secs(healthy.at), len(all)*podsPerNode, secs(running.at), secs(leased.at)))
 		return nil
 	}
 }
@@ -146,11 +162,19 @@ func (d *demo) nodeDies(victim string) func(context.Context, *actResult) error {
 	return func(ctx context.Context, r *actResult) error {
 		one := []string{victim}
 		t0 := time.Now()
-		d.fleet.Stop(victim)
+		if err := d.fleet.Stop(victim); err != nil {
+			return err
+		}
 		unknown := &milestone{name: "Ready=Unknown", cond: func(s *snapshot) bool { return s.all(one, isUnknown) }}
 		tainted := &milestone{name: "unreachable:NoExecute", cond: func(s *snapshot) bool { return s.all(one, isTainted) }}
 		evicted := &milestone{name: "its pods deleted", cond: func(s *snapshot) bool { return s.all(one, podsGone) }}
 		if err := d.await(ctx, t0, unknown, tainted); err != nil {
+			return err
+		}
+		// The silence began at the last renewal, which may be well before
+		// the stop: a real kubelet renews every 10s.
+		silent, err := d.obs.silentFor(ctx, victim, t0.Add(unknown.at))
+		if err != nil {
 			return err
 		}
 		// What an operator asking "why, and when will my pods go" sees.
@@ -163,8 +187,8 @@ func (d *demo) nodeDies(victim string) func(context.Context, *actResult) error {
 			return err
 		}
 		r.Notes = append(r.Notes,
-			fmt.Sprintf("stop -> Ready=Unknown %s, -> unreachable:NoExecute %s, -> its %d pods deleted %s",
-				secs(unknown.at), secs(tainted.at), podsPerNode, secs(evicted.at)))
+			fmt.Sprintf("stop -> Ready=Unknown %s (%s after its last heartbeat), -> unreachable:NoExecute %s, -> its %d pods deleted %s",
+				secs(unknown.at), silent, secs(tainted.at), podsPerNode, secs(evicted.at)))
 		return nil
 	}
 }
@@ -172,7 +196,9 @@ func (d *demo) nodeDies(victim string) func(context.Context, *actResult) error {
 func (d *demo) recover(names []string) func(context.Context, *actResult) error {
 	return func(ctx context.Context, r *actResult) error {
 		t0 := time.Now()
-		d.fleet.Resume(names...)
+		if err := d.fleet.Resume(names...); err != nil {
+			return err
+		}
 		ready := &milestone{name: "Ready=True", cond: func(s *snapshot) bool { return s.all(names, isReady) }}
 		clean := &milestone{name: "no NoExecute taint", cond: func(s *snapshot) bool { return s.all(names, isRecovered) }}
 		free := &milestone{name: "no hold on destructive work", cond: func(s *snapshot) bool { return s.held() == "" }}
@@ -194,7 +220,9 @@ func (d *demo) zoneDies(zone string) func(context.Context, *actResult) error {
 			return err
 		}
 		t0 := time.Now()
-		d.fleet.Stop(names...)
+		if err := d.fleet.Stop(names...); err != nil {
+			return err
+		}
 		unknown := &milestone{name: "zone Unknown", cond: func(s *snapshot) bool { return s.all(names, isUnknown) }}
 		first := &milestone{name: "first NoExecute taint", cond: func(s *snapshot) bool { return s.count(names, isTainted) > 0 }}
 		tainted := &milestone{name: "every node tainted NoExecute", cond: func(s *snapshot) bool { return s.all(names, isTainted) }}
@@ -228,7 +256,9 @@ func (d *demo) allDie(all []string) func(context.Context, *actResult) error {
 			return err
 		}
 		t0 := time.Now()
-		d.fleet.Stop(all...)
+		if err := d.fleet.Stop(all...); err != nil {
+			return err
+		}
 		unknown := &milestone{name: "every node Unknown", cond: func(s *snapshot) bool { return s.all(all, isUnknown) }}
 		if err := d.await(ctx, t0, unknown); err != nil {
 			return err
@@ -236,7 +266,7 @@ func (d *demo) allDie(all []string) func(context.Context, *actResult) error {
 		// Watch for the window in which taints and evictions would
 		// otherwise have happened.
 		maxTainted, deleted := 0, before.PodsDeleted
-		window := time.NewTimer(observeWindow)
+		window := time.NewTimer(d.timings.observeWindow())
 		defer window.Stop()
 		tick := time.NewTicker(pollInterval)
 		defer tick.Stop()
@@ -265,7 +295,7 @@ func (d *demo) allDie(all []string) func(context.Context, *actResult) error {
 		}
 		r.Notes = append(r.Notes,
 			fmt.Sprintf("stop -> all %d nodes Unknown %s; then watched %s: at most %d nodes tainted NoExecute, pods deleted %d -> %d",
-				len(all), secs(unknown.at), observeWindow, maxTainted, before.PodsDeleted, deleted),
+				len(all), secs(unknown.at), d.timings.observeWindow(), maxTainted, before.PodsDeleted, deleted),
 			"PartitionFreeze event: "+freeze)
 		if maxTainted > 0 || deleted != before.PodsDeleted {
 			return fmt.Errorf("nothing held: %d nodes tainted NoExecute, %d pods deleted", maxTainted, deleted-before.PodsDeleted)

@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// printSummary prints what every act showed and how long it took.
-func (d *demo) printSummary(results []actResult) {
+// printSummary prints what every act showed and how long it took, and how
+// the cluster ended, as final shows it (nil when it could not be listed).
+func (d *demo) printSummary(results []actResult, final *snapshot) {
 	var b strings.Builder
 	b.WriteString("\n=== Summary ===\n")
 	total := 0
@@ -25,6 +26,11 @@ func (d *demo) printSummary(results []actResult) {
 		total += r.Deleted
 	}
 	fmt.Fprintf(&b, "Pods deleted in total: %d of %d\n", total, len(d.fleet.Nodes())*podsPerNode)
+	if final != nil && final.PodsTerminating > 0 {
+		// A deleted pod leaves the API only once its node's kubelet has
+		// stopped it: the simulated fleet has none to do that.
+		fmt.Fprintf(&b, "Of the deleted pods, %d are still listed Terminating: no kubelet finished them.\n", final.PodsTerminating)
+	}
 	for _, r := range results {
 		if r.Key == "e" && r.Err == nil {
 			fmt.Fprintf(&b, "Act (e) confirmed: with every node silent, no node was tainted NoExecute and no pod was deleted (%d).\n", r.Deleted)

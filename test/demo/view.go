@@ -66,8 +66,8 @@ func (d *demo) statusLine(s *snapshot) string {
 			tainted++
 		}
 	}
-	line := fmt.Sprintf("  [%6s] Ready %d/%d, NoExecute %d, pods alive %d, deleted %d",
-		secs(s.At.Sub(d.start)), ready, len(s.Nodes), tainted, s.PodsAlive, s.PodsDeleted)
+	line := fmt.Sprintf("  [%6s] Ready %d/%d, NoExecute %d, pods alive %d, deleted %d (%d Terminating)",
+		secs(s.At.Sub(d.start)), ready, len(s.Nodes), tainted, s.PodsAlive, s.PodsDeleted, s.PodsTerminating)
 	if held := s.held(); held != "" {
 		line += "; held: " + held
 	}
@@ -115,10 +115,11 @@ func (d *demo) render(s *snapshot) string {
 			break
 		}
 		fmt.Fprintf(&b, "  %-11s %-8s %-22s %9s  %-44s %s\n",
-			n.Name, n.Ready, n.Reason, heartbeatAge(n, s.At), taintList(n), countdown(n, s.At, frozen))
+			n.Name, n.Ready, n.Reason, heartbeatAge(n, s.At), taintList(n), countdown(n, s.At, frozen, d.timings.toleration()))
 	}
 
-	fmt.Fprintf(&b, "\nPods: %s%d alive%s, %s%d deleted%s\n", green, s.PodsAlive, reset, red, s.PodsDeleted, reset)
+	fmt.Fprintf(&b, "\nPods: %s%d alive%s, %s%d deleted%s (%d of them still Terminating: listed until a kubelet finishes them)\n",
+		green, s.PodsAlive, reset, red, s.PodsDeleted, reset, s.PodsTerminating)
 	if len(done) > 0 {
 		b.WriteString("\nDone:\n")
 		for _, r := range done {
@@ -172,9 +173,9 @@ func taintList(n *nodeState) string {
 	return strings.Join(parts, ",")
 }
 
-// countdown tells when the node's pods will be evicted: tolerationSeconds
-// after the NoExecute taint was added, unless the cluster holds evictions.
-func countdown(n *nodeState, now time.Time, frozen bool) string {
+// countdown tells when the node's pods will be evicted: toleration after
+// the NoExecute taint was added, unless the cluster holds evictions.
+func countdown(n *nodeState, now time.Time, frozen bool, toleration time.Duration) string {
 	t := n.noExecute()
 	switch {
 	case n.PodsAlive == 0 && n.PodsDeleted > 0:
@@ -188,7 +189,7 @@ func countdown(n *nodeState, now time.Time, frozen bool) string {
 	case t.TimeAdded == nil:
 		return "pending"
 	}
-	left := t.TimeAdded.Add(tolerationSeconds * time.Second).Sub(now)
+	left := t.TimeAdded.Add(toleration).Sub(now)
 	if left <= 0 {
 		return "due"
 	}
