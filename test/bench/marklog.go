@@ -11,35 +11,72 @@ import (
 // markLine matches the line our controller logs for each mark, in klog's
 // text format or as JSON: the node, and the delay from its deadline to the
 // write, by the controller's own clock.
-var markLine = regexp.MustCompile(`"Marked node unreachable".*?"?\bNode"?[=:]"([^"]+)".*?"?\bdelay"?[=:]"?([0-9.]+[a-zµ]*s|[0-9.e+-]+)"?`)
+var markLine = regexp.MustCompile(`"Marked node unreachable".*?"?\bNode"?[=:]"([^"]+)".*?"?\bdelay"?[=:]"?` + durationValue)
 
-// ownMarkDelays reads, from a controller's log, the delay of each mark from
-// the node's deadline to the write, as the controller timed it: the bench's
-// end-to-end figure less the watch's delivery to either side. Only our
-// controller logs it. A node marked more than once keeps its first mark.
-func ownMarkDelays(path string) (map[string]time.Duration, error) {
+// durationValue is a duration as klog's text format writes it ("11.2ms"),
+// or as its JSON format does (nanoseconds).
+const durationValue = `([0-9.]+[a-zµ]*s|[0-9.e+-]+)"?`
+
+// markStages are the stages the controller splits a mark's delay into on
+// the same line, in their order: the deadline to the node handed to the
+// work queue, the wait for a worker, the look, the live read and the
+// mark's patch. A mark no deadline wake started has only the last two.
+var markStages = []string{"wake", "queue", "look", "read", "patch"}
+
+// stageValue matches each stage's value on a mark's line.
+var stageValue = func() map[string]*regexp.Regexp {
+	out := map[string]*regexp.Regexp{}
+	for _, name := range markStages {
+		out[name] = regexp.MustCompile(`"?\b` + name + `"?[=:]"?` + durationValue)
+	}
+	return out
+}()
+
+// ownMark is a mark as the controller timed it: its delay from the node's
+// deadline to the write, and the stages of that delay the line gives.
+type ownMark struct {
+	delay  time.Duration
+	stages map[string]time.Duration
+}
+
+// ownMarks reads, from a controller's log, each mark as the controller timed
+// it: its delay is the bench's end-to-end figure less the watch's delivery
+// to either side. Only our controller logs it. A node marked more than once
+// keeps its first mark.
+func ownMarks(path string) (map[string]ownMark, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the marks in %s: %w", path, err)
 	}
 	defer func() { _ = f.Close() }()
-	out := map[string]time.Duration{}
+	out := map[string]ownMark{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		m := markLine.FindSubmatch(sc.Bytes())
-		if m == nil {
+		line := sc.Bytes()
+		at := markLine.FindSubmatchIndex(line)
+		if at == nil {
 			continue
 		}
-		node := string(m[1])
+		node := string(line[at[2]:at[3]])
 		if _, seen := out[node]; seen {
 			continue
 		}
-		d, err := parseDelay(string(m[2]))
-		if err != nil {
+		mark := ownMark{stages: map[string]time.Duration{}}
+		if mark.delay, err = parseDelay(string(line[at[4]:at[5]])); err != nil {
 			return nil, fmt.Errorf("%s: mark of %s: %w", path, node, err)
 		}
-		out[node] = d
+		// The stages follow the delay.
+		for name, re := range stageValue {
+			v := re.FindSubmatch(line[at[1]:])
+			if v == nil {
+				continue
+			}
+			if mark.stages[name], err = parseDelay(string(v[1])); err != nil {
+				return nil, fmt.Errorf("%s: mark of %s, %s: %w", path, node, name, err)
+			}
+		}
+		out[node] = mark
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read the marks in %s: %w", path, err)

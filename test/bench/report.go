@@ -162,6 +162,9 @@ func (r *turn) phases() string {
 	if !r.AllTainted.IsZero() {
 		parts = append(parts, "stop to the end of the wait "+secs(r.AllTainted.Sub(r.Failed)))
 	}
+	if stages := r.markStagesSummary(); stages != "" {
+		parts = append(parts, stages)
+	}
 	if !r.Recovered.IsZero() {
 		parts = append(parts, "resume to all recovered "+secs(r.Recovered.Sub(r.AllTainted)))
 	}
@@ -396,7 +399,8 @@ func (res *results) markdown() string {
   includes that queue; mark to taint shows it. The controller's own clock: the delay our controller
   logs for each mark, from the deadline it computed (the heartbeat as its watch delivered it) to the
   write's answer; what the end-to-end figure adds is the watches' delivery, to it and to the bench.
-  kube-controller-manager does not log it. p99 is nearest-rank: with fewer than 100 stopped nodes
+  Each run's line gives that delay's stages, as the same log line splits it. kube-controller-manager
+  does not log it. p99 is nearest-rank: with fewer than 100 stopped nodes
   it is the largest. The floor judges no node: no node is stopped in its runs, and "—" stands for
   what it does not do.
 - Pods NotReady: the bench watches the stopped nodes' pods from just before the stop, and times,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,8 +21,11 @@ type stoppedNode struct {
 	// the deadline it computed to its write: MarkDelay less the watches'
 	// delivery, to it and to the bench. Only our controller logs it.
 	OwnMarkDelay *float64 `json:"ownMarkDelaySeconds,omitempty"`
-	TaintDelay   *float64 `json:"taintDelaySeconds"`
-	MarkToTaint  *float64 `json:"markToTaintSeconds"`
+	// OwnMarkStages splits OwnMarkDelay into its stages, in seconds, by
+	// name (markStages).
+	OwnMarkStages map[string]float64 `json:"ownMarkStagesSeconds,omitempty"`
+	TaintDelay    *float64           `json:"taintDelaySeconds"`
+	MarkToTaint   *float64           `json:"markToTaintSeconds"`
 	// Pods counts the node's pods, and PodsNotReady those seen not Ready;
 	// PodsDelay is when the last of them was, after the deadline: from
 	// then on no Service sends the node's pods traffic. Nil while some
@@ -65,19 +69,51 @@ func (r *turn) collect(rec *recording, f nodeFleet) {
 }
 
 // collectOwn adds to the stopped nodes the mark delays the controller logged
-// by its own clock.
+// by its own clock, and their stages.
 func (r *turn) collectOwn(log string) error {
 	if !r.Judges {
 		return nil
 	}
-	own, err := ownMarkDelays(log)
+	own, err := ownMarks(log)
 	if err != nil {
 		return err
 	}
 	for i := range r.Stopped {
-		if d, ok := own[r.Stopped[i].Node]; ok {
-			r.Stopped[i].OwnMarkDelay = seconds(d)
+		m, ok := own[r.Stopped[i].Node]
+		if !ok {
+			continue
+		}
+		r.Stopped[i].OwnMarkDelay = seconds(m.delay)
+		for name, d := range m.stages {
+			if r.Stopped[i].OwnMarkStages == nil {
+				r.Stopped[i].OwnMarkStages = map[string]float64{}
+			}
+			r.Stopped[i].OwnMarkStages[name] = d.Seconds()
 		}
 	}
 	return nil
+}
+
+// markStagesSummary says, for a run's line in results.md, the median and
+// the greatest of each stage of the marks over the stopped nodes, "" when
+// the controller logged none.
+func (r *turn) markStagesSummary() string {
+	var parts []string
+	for _, name := range markStages {
+		var v []float64
+		for _, n := range r.Stopped {
+			if d, ok := n.OwnMarkStages[name]; ok {
+				v = append(v, d)
+			}
+		}
+		if len(v) == 0 {
+			continue
+		}
+		s := summarize(v)
+		parts = append(parts, fmt.Sprintf("%s %.2f / %.2fms", name, 1000*s.P50, 1000*s.Max))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "mark stages by its own clock, median / max: " + strings.Join(parts, ", ")
 }
