@@ -2,14 +2,13 @@ package fleet
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/testenv"
+	"github.com/nodelifecycle/node-lifecycle-controller/test/harness"
 )
 
 var (
@@ -28,17 +27,18 @@ func TestFleetCost(t *testing.T) {
 	}
 	_, cfg := testenv.Start(t)
 	runtime.GC()
-	before := residentBytes(t)
+	before := usage(t).RSS
 	f, err := Start(t.Context(), cfg, Options{Nodes: *costNodes, Zones: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
 	pause(t, *costSettle) // past every node's first status report
-	cpu, began := processCPU(t), time.Now()
+	first, began := usage(t), time.Now()
 	pause(t, *costSteady)
-	share := (processCPU(t) - cpu).Seconds() / time.Since(began).Seconds()
-	added := residentBytes(t) - before
+	last := usage(t)
+	share := (last.CPU - first.CPU).Seconds() / time.Since(began).Seconds()
+	added := last.RSS - before
 	t.Logf("%d nodes: %d MiB resident over the process's %d MiB before (%.0f KiB a node), %.1f%% of a core (%.3f%% a node)",
 		*costNodes, added>>20, before>>20, float64(added)/1024/float64(*costNodes), 100*share, 100*share/float64(*costNodes))
 }
@@ -51,24 +51,11 @@ func pause(t *testing.T, d time.Duration) {
 	}
 }
 
-// residentBytes reads this process's resident memory from /proc.
-func residentBytes(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/statm")
+// usage reads this process's resident memory and processor time.
+func usage(t *testing.T) harness.Usage {
+	u, err := harness.ProcessUsage(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var size, resident int64
-	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
-		t.Fatalf("parse /proc/self/statm: %v", err)
-	}
-	return resident * int64(os.Getpagesize())
-}
-
-// processCPU is the processor time this process has used, user and system.
-func processCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return u
 }
