@@ -128,8 +128,9 @@ type world struct {
 	// podMarks marks the pods of silent nodes NotReady on workers of its
 	// own (podmarks.go).
 	podMarks *podMarks
-	// freeze keeps the partition freeze in the cluster (freeze.go).
-	freeze freezeKeeper
+	// freeze asks the resync to keep the partition freeze in the cluster
+	// at once (freeze.go).
+	freeze freezeKick
 }
 
 // told remembers what the looks told, so that each thing is told once.
@@ -156,6 +157,7 @@ func New(d Deps) *Reconciler {
 	r := &Reconciler{d: d, exec: act.New(d.Model, podWorkers), told: told{started: d.Clock.Now()}}
 	r.world.wakes = newWakes(d.Clock, d.Model.Deadline)
 	r.world.podMarks = newPodMarks(r)
+	r.world.freeze = make(freezeKick, 1)
 	return r
 }
 
@@ -222,11 +224,11 @@ func (r *Reconciler) blind() bool {
 // written, or not be seen, so the span says nothing of the nodes. Each
 // node's deadline moves on by as much of the span as it had been silent.
 func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
-	r.model().Excuse(o.From, o.To, r.d.Clock.Now())
+	r.exec.Excuse(o.From, o.To, r.d.Clock.Now())
 	// Kept in the cluster for a new leader, which did not see it: written
 	// by the resync, which runs on the leader alone (this runs on every
 	// replica).
-	r.world.freeze.markStale()
+	r.world.freeze.kick()
 	outagesExcused.Observe(o.Duration().Seconds())
 	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
 		"unreachableSince", o.From, "for", o.Duration())
@@ -264,14 +266,14 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 			// the old leader marked and those this one sees go quiet may
 			// have gone silent together. Kept in the cluster too, for the
 			// leader after this one.
-			r.model().Unwatched(from, to, now)
-			r.world.freeze.markStale()
+			r.exec.Unwatched(from, to, now)
+			r.world.freeze.kick()
 			ctrl.LoggerFrom(ctx).Info("Took over from a leader that last renewed its Lease before; the time between counts in no freeze window",
 				"lastRenewed", from, "takenAt", to, "for", to.Sub(from).Round(time.Millisecond))
 		}
 	}
 	settings := func(node *corev1.Node) policy.Settings { return r.settings(ctx, node) }
-	r.guardChanged(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)), now)
+	r.guardChanged(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)))
 	return nil
 }
 
@@ -302,14 +304,6 @@ func (r *Reconciler) settings(ctx context.Context, node *corev1.Node) policy.Set
 	return r.d.Policies.For(ctx, node)
 }
 
-// tick lets the guard re-evaluate what changes with time: the nodes going
-// quiet within the freeze window, which is the flags' grace period, and
-// whether every node is known well enough to end the wait after start;
-// nothing, while the apiserver is out of reach.
-func (r *Reconciler) tick(ctx context.Context, now time.Time) {
-	r.guardChanged(ctx, r.model().Tick(now, r.blind()), now)
-}
-
 // forget drops a node that no longer exists.
 func (r *Reconciler) forget(ctx context.Context, name string) {
 	r.world.wakes.clear(name)
@@ -318,7 +312,7 @@ func (r *Reconciler) forget(ctx context.Context, name string) {
 	// counted as a ghost, Ready or not, in its zone.
 	now := r.d.Clock.Now()
 	c, gone := r.model().Remove(name, now)
-	r.guardChanged(ctx, c, now)
+	r.guardChanged(ctx, c)
 	r.forgetMaintenance(name)
 	r.told.foreign.forget(name)
 	if !gone.Known {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
@@ -21,39 +19,20 @@ import (
 // Namespace, and no other Namespace.
 // +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-node-lease,verbs=patch
 
-// freezeKeeper keeps the model's partition freeze and its recent unwatched
-// spans in the cluster, on the kube-node-lease Namespace
-// (safety.AnnotationFreeze, safety.AnnotationUnwatched), so that a new leader
-// carries on with them. A write that fails is tried again at the next change
-// and at every resync until one lands.
-type freezeKeeper struct {
-	mu    sync.Mutex
-	dirty bool
-	// stale asks the next keepFreeze to write, whatever changed. It is
-	// set without mu: the answer that ends an outage may be the answer to
-	// keepFreeze's own patch, whose request path tells of the outage while
-	// keepFreeze holds mu.
-	stale    atomic.Bool
-	kickOnce sync.Once
-	// kick asks the resync, which runs on the leader alone, to write the
-	// records at once.
-	kick chan struct{}
-}
+// freezeKick asks the resync, which runs on the leader alone, to keep the
+// partition freeze and the unwatched spans in the cluster at once
+// (act.Executor.KeepFreeze), on the kube-node-lease Namespace
+// (safety.AnnotationFreeze, safety.AnnotationUnwatched): an outage excused,
+// or a takeover's unwatched span, must reach a new leader.
+type freezeKick chan struct{}
 
-// markStale has the next keepFreeze write the records, whatever changed,
-// and asks the resync to write them now. It never blocks.
-func (k *freezeKeeper) markStale() {
-	k.stale.Store(true)
+// kick asks for a write. It never blocks: it runs on the answer that ended
+// an outage, which may be the answer to the freeze's own write.
+func (k freezeKick) kick() {
 	select {
-	case k.kicked() <- struct{}{}:
+	case k <- struct{}{}:
 	default:
 	}
-}
-
-// kicked returns the channel markStale signals on.
-func (k *freezeKeeper) kicked() chan struct{} {
-	k.kickOnce.Do(func() { k.kick = make(chan struct{}, 1) })
-	return k.kick
 }
 
 // kept reads the partition freeze and the recent unwatched spans the
@@ -91,40 +70,22 @@ func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
 	return kept, nil
 }
 
-// keepFreeze writes the model's partition freeze and its recent unwatched
-// spans to the cluster if they changed since the last write that landed
-// (or were marked stale): the freeze itself, or nothing once it ended, and
-// the spans, or nothing once none is recent.
-func (r *Reconciler) keepFreeze(ctx context.Context, changed bool) {
-	k := &r.world.freeze
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.dirty = k.stale.Swap(false) || k.dirty || changed
-	if !k.dirty {
-		return
+// KeepFreeze writes the partition freeze (nil for none) and the recent
+// unwatched spans onto the kube-node-lease Namespace, in one merge patch of
+// the two annotations, null removing each that has none.
+func (p port) KeepFreeze(ctx context.Context, freeze *disruption.Record, unwatched []disruption.Span) error {
+	f, u := "null", "null"
+	if freeze != nil {
+		f = strconv.Quote(safety.EncodeFreeze(*freeze))
 	}
+	if len(unwatched) > 0 {
+		u = strconv.Quote(safety.EncodeUnwatched(unwatched))
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s,%q:%s}}}`, safety.AnnotationFreeze, f, safety.AnnotationUnwatched, u)
 	ns := &corev1.Namespace{}
 	ns.Name = LeaseNamespace
-	// A merge patch of the two annotations, which null removes.
-	if err := r.d.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, freezePatch(r.model(), r.d.Clock.Now()))); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Could not keep the partition freeze in the cluster; trying again at the next resync",
-			"Namespace", LeaseNamespace)
-		return
+	if err := p.r.d.Client.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("patch namespace %s: %w", LeaseNamespace, err)
 	}
-	k.dirty = false
-}
-
-// freezePatch returns the merge patch that sets the freeze annotation to the
-// model's freeze and the unwatched spans' annotation to its recent ones, or
-// removes each that has none.
-func freezePatch(m *safety.Model, now time.Time) []byte {
-	freeze, unwatched := "null", "null"
-	if rec, ok := m.FreezeRecord(); ok {
-		freeze = strconv.Quote(safety.EncodeFreeze(rec))
-	}
-	if spans := m.UnwatchedSpans(now); len(spans) > 0 {
-		unwatched = strconv.Quote(safety.EncodeUnwatched(spans))
-	}
-	return fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%s,%q:%s}}}`, safety.AnnotationFreeze, freeze,
-		safety.AnnotationUnwatched, unwatched)
+	return nil
 }

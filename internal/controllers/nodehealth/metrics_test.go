@@ -131,13 +131,13 @@ func TestZoneSeriesGoWithTheirPool(t *testing.T) {
 	g := f.guard
 	pooled := disruption.ZoneID{Pool: "deleted-pool", Zone: "metrics/pooled"}
 	st := disruption.NodeStatus{Pool: pooled.Pool, Zone: pooled.Zone, Ready: true}
-	f.r.guardChanged(ctx, g.SetPool(pooled.Pool, &disruption.Pool{UnhealthyZoneThreshold: 0.55}, t0), t0)
-	f.r.guardChanged(ctx, g.Update("x", st, t0), t0)
+	f.r.guardChanged(ctx, g.SetPool(pooled.Pool, &disruption.Pool{UnhealthyZoneThreshold: 0.55}, t0))
+	f.r.guardChanged(ctx, g.Update("x", st, t0))
 	wantZoneSeries(t, pooled, true)
 
-	f.r.guardChanged(ctx, g.SetPool(pooled.Pool, nil, t0), t0)
+	f.r.guardChanged(ctx, g.SetPool(pooled.Pool, nil, t0))
 	st.Pool = ""
-	f.r.guardChanged(ctx, g.Update("x", st, t0), t0)
+	f.r.guardChanged(ctx, g.Update("x", st, t0))
 	wantZoneSeries(t, pooled, false)
 	wantZoneSeries(t, disruption.ZoneID{Zone: pooled.Zone}, true)
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/patch"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
@@ -28,6 +29,20 @@ func (p port) Stamp() time.Time { return p.r.stamp(p.r.d.Clock.Now()) }
 
 // Blind reports whether the apiserver is out of the controller's reach.
 func (p port) Blind() bool { return p.r.blind() }
+
+// Cached returns the node as the cache shows it, nil for none.
+func (p port) Cached(ctx context.Context, name string) *corev1.Node {
+	node := &corev1.Node{}
+	if err := p.r.d.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return nil
+	}
+	return node
+}
+
+// Settings returns the settings of the node's pool.
+func (p port) Settings(ctx context.Context, node *corev1.Node) policy.Settings {
+	return p.r.settings(ctx, node)
+}
 
 // Live reads the node and its Lease from the apiserver.
 func (p port) Live(ctx context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {

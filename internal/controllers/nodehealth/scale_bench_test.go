@@ -312,8 +312,7 @@ func (f *fleet) renew(ctx context.Context, queued []string) []string {
 // send to the work queue.
 func (f *fleet) passed(ctx context.Context, now time.Time, queued []string) []string {
 	if !now.Before(f.nextResync) {
-		f.r.tick(ctx, now)
-		f.r.world.wakes.overdue(f.r.d.Model.Overdue(now)...)
+		f.r.exec.Resync(ctx, port{f.r})
 		f.nextResync = f.nextResync.Add(f.resyncPeriod)
 	}
 	if next, ok := f.r.world.wakes.next(); ok && !next.After(now) {

@@ -130,53 +130,26 @@ func conditionsChanged(o, n []corev1.NodeCondition) bool {
 	return false
 }
 
-// resync is the safety net behind the wakes and the clock of the partition
-// freeze: every period it lets the freeze's window and cooldown advance,
-// queues the nodes whose deadline passed without a verdict, and looks again
-// at every node the cluster shows short of what the model wants of it (a
-// node that needs its NoExecute taint, lacks it, and is neither held nor
-// waiting its turn), whatever wakes were lost. It runs only on the leader,
-// like the controller, and starts each term with zeroed state counts.
+// resync runs the executor's resync (act.Executor.Resync) every period,
+// and keeps the partition freeze in the cluster when an outage or a
+// takeover asks for it. It runs only on the leader, like the controller,
+// and starts each term with zeroed state counts.
 func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period time.Duration) error {
 	resetStateGauge()
 	t := ticker.NewTicker(period)
 	defer t.Stop()
-	kick := r.world.freeze.kicked()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-kick:
-			// An outage excused: kept in the cluster at once, for a new
-			// leader that did not see it.
-			r.keepFreeze(ctx, false)
+		case <-r.world.freeze:
+			r.exec.KeepFreeze(ctx, port{r})
 		case <-t.C():
-			now := ticker.Now()
-			r.tick(ctx, now)
-			r.keepFreeze(ctx, false)
-			r.world.wakes.overdue(r.d.Model.Overdue(now)...)
-			r.world.wakes.now(r.strays(ctx, now)...)
+			ch, strays := r.exec.Resync(ctx, port{r})
+			r.applyChange(ctx, ch)
+			if strays > 0 {
+				ctrl.LoggerFrom(ctx).V(1).Info("Looking again at nodes whose NoExecute taints are not what they should be", "nodes", strays)
+			}
 		}
 	}
-}
-
-// strays returns the nodes whose taints, as the cache shows them, fall
-// short of what the model wants with nothing to wait for. Only the model's
-// candidates are read: the nodes not judged healthy and those last seen
-// tainted, a handful in a healthy cluster.
-func (r *Reconciler) strays(ctx context.Context, now time.Time) []string {
-	var out []string
-	for _, name := range r.model().Candidates() {
-		node := &corev1.Node{}
-		if err := r.d.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-			continue
-		}
-		if r.model().Stray(node, r.settings(ctx, node), now) {
-			out = append(out, name)
-		}
-	}
-	if len(out) > 0 {
-		ctrl.LoggerFrom(ctx).V(1).Info("Looking again at nodes whose NoExecute taints are not what they should be", "nodes", len(out))
-	}
-	return out
 }

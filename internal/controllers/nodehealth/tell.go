@@ -71,26 +71,18 @@ func countdownText(c *safety.Countdown) string {
 	return fmt.Sprintf("started %s, %s served", c.Started.UTC().Format("15:04:05"), c.Served())
 }
 
-// guardChanged acts on a change of the guard made by a tick, the seed or a
-// node's removal.
-func (r *Reconciler) guardChanged(ctx context.Context, c disruption.Change, now time.Time) {
-	if c.Empty() {
-		return
-	}
-	ch := r.model().Affected(c, now)
-	r.applyChange(ctx, ch)
-	r.world.wakes.now(ch.Wake...)
+// guardChanged carries out a change of the guard made by the seed or a
+// node's removal, and tells it.
+func (r *Reconciler) guardChanged(ctx context.Context, c disruption.Change) {
+	r.applyChange(ctx, r.exec.Changed(ctx, port{r}, c))
 }
 
 // applyChange tells what a change of the guard means beyond one node:
-// metrics, logs and events, and the freeze kept in the cluster. The nodes it
-// affects have been woken.
+// metrics, logs and events. The executor has woken the nodes it affects
+// and kept the freeze in the cluster.
 func (r *Reconciler) applyChange(ctx context.Context, c safety.Change) {
 	if c.Empty() {
 		return
-	}
-	if c.Freeze || c.Cooldown {
-		r.keepFreeze(ctx, true)
 	}
 	log := ctrl.LoggerFrom(ctx)
 	for _, zone := range c.Zones {

@@ -81,29 +81,6 @@ func (w *wakes) after(name string, t time.Time) {
 	w.set(name, wake{at: t}, false)
 }
 
-// overdue looks at once at the named nodes, whose deadline the caller
-// found passed, as at a deadline: ahead of other work if it still has.
-func (w *wakes) overdue(names ...string) {
-	if w == nil || len(names) == 0 {
-		return
-	}
-	t := w.clock.Now()
-	for _, name := range names {
-		w.set(name, wake{at: t, deadline: true}, false)
-	}
-}
-
-// now looks at the named nodes at once. It never blocks.
-func (w *wakes) now(names ...string) {
-	if w == nil || len(names) == 0 {
-		return
-	}
-	t := w.clock.Now()
-	for _, name := range names {
-		w.after(name, t)
-	}
-}
-
 func (w *wakes) set(name string, e wake, replace bool) {
 	if w == nil {
 		return

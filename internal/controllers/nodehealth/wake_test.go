@@ -123,7 +123,7 @@ func TestWakesReconcileOnlyPassedDeadlines(t *testing.T) {
 
 // TestWakesKeepTheEarliestLook: a retry earlier than the deadline comes
 // first and is not read again as a deadline; a later one does not put off
-// an earlier look; now queues at once.
+// an earlier look; a look due now queues at once.
 func TestWakesKeepTheEarliestLook(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	// Every deadline lies ahead: only a retry or now can queue a node.
@@ -136,7 +136,7 @@ func TestWakesKeepTheEarliestLook(t *testing.T) {
 	if at, _ := w.when("a"); !at.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("a's next look at %v, want the retry at 2s", at)
 	}
-	w.now("b")
+	w.after("b", clk.Now())
 	if got := <-queued; !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("now queued %v, want [b]", got)
 	}
@@ -163,8 +163,10 @@ func TestWakesQueueOverdueNodesFirst(t *testing.T) {
 		d, ok := deadlines[name]
 		return d, ok
 	})
-	w.overdue("overdue", "heard")
-	w.now("other")
+	// As the resync wakes them (act.Executor.Resync).
+	w.atDeadline("overdue", t0)
+	w.atDeadline("heard", t0)
+	w.after("other", t0)
 	queued := startWakes(t, w)
 	if got := <-queued; !slices.Equal(got, []string{"!overdue", "other"}) {
 		t.Fatalf("queued %v, want [!overdue other]", got)

@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
@@ -70,6 +71,10 @@ type LookPort interface {
 	PatchNode(ctx context.Context, base, node *corev1.Node) error
 	// Wake sets when the node is looked at again.
 	Wake(name string, next safety.Next)
+	// KeepFreeze writes the partition freeze (nil for none) and the recent
+	// spans no node could be marked in into the cluster, in place of what
+	// it holds, for a new leader to carry on with.
+	KeepFreeze(ctx context.Context, freeze *disruption.Record, unwatched []disruption.Span) error
 }
 
 // Executor carries the decisions of one model out.
@@ -77,6 +82,8 @@ type Executor struct {
 	model *safety.Model
 	// workers bounds how many pods of one node are written at once.
 	workers int
+	// freeze is whether the cluster's copy of the freeze is behind.
+	freeze freezeKeeper
 }
 
 // New returns an executor of m's decisions that writes up to workers pods
@@ -119,8 +126,16 @@ type Mark struct {
 // and its pool's settings, and carries the decision out. A write that lost
 // a race, or a mark that waited for the apiserver, is not an error: the
 // node is looked at again shortly. Any other failure is returned, for the
-// caller to retry with backoff.
+// caller to retry with backoff. A freeze the looks started or ended is kept
+// in the cluster before Look returns.
 func (x *Executor) Look(ctx context.Context, p LookPort, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings) (Outcome, error) {
+	out, err := x.carry(ctx, p, node, lease, s)
+	x.keepChanged(ctx, p, out.Change)
+	return out, err
+}
+
+// carry is Look but for the freeze.
+func (x *Executor) carry(ctx context.Context, p LookPort, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings) (Outcome, error) {
 	out := x.look(p, node, lease, s)
 	d := out.Decision
 	if d.Mark {

@@ -42,9 +42,6 @@ type controller struct {
 	resynced time.Time
 	// obs records what the controller did, for the checks.
 	obs *observer
-	// freezeDirty is true while the cluster's freeze record is behind the
-	// model's.
-	freezeDirty bool
 	// started is when the process started.
 	started time.Time
 	// evicting is true for the nodes whose NoExecute taints the evictions'
@@ -86,10 +83,13 @@ func newController(w *world, obs *observer, unled time.Time) *controller {
 		nodes = append(nodes, c.nodes[k.name])
 	}
 	if unled.Before(w.now) {
-		// Taken over from a leader that last renewed its Lease then.
-		c.model.Unwatched(unled, w.now, w.now)
+		// Taken over from a leader that last renewed its Lease then; kept
+		// in the cluster at once.
+		c.exec.Unwatched(unled, w.now, w.now)
 	}
-	c.apply(c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Unwatched: w.unwatched}, w.now, w.now))
+	ctx, p := context.Background(), port{c}
+	c.exec.Changed(ctx, p, c.model.Seed(nodes, w.settings, safety.Kept{Freeze: w.freeze, Unwatched: w.unwatched}, w.now, w.now))
+	c.exec.KeepFreeze(ctx, p)
 	for _, k := range w.kubelets {
 		c.wakeNow(k.name)
 	}
@@ -162,24 +162,13 @@ func rv(node *corev1.Node) int {
 	return n
 }
 
-// resync runs the safety resync when its period has come: ticks, and looks
-// at the overdue and stray nodes.
+// resync runs the safety resync when its period has come.
 func (c *controller) resync() {
-	now := c.w.now
-	if now.Before(c.resynced.Add(c.w.cfg.MonitorPeriod)) {
+	if c.w.now.Before(c.resynced.Add(c.w.cfg.MonitorPeriod)) {
 		return
 	}
-	c.resynced = now
-	c.apply(c.model.Tick(now, c.w.down))
-	c.keepFreeze()
-	for _, name := range c.model.Overdue(now) {
-		c.wakeNow(name)
-	}
-	for _, name := range c.model.Candidates() {
-		if node := c.nodes[name]; node != nil && c.model.Stray(node, c.w.settings(node), now) {
-			c.wakeNow(name)
-		}
-	}
+	c.resynced = c.w.now
+	c.exec.Resync(context.Background(), port{c})
 }
 
 func (c *controller) wakeNow(name string) { c.wake(name, safety.Next{At: c.w.now}) }
@@ -197,41 +186,6 @@ func (c *controller) wake(name string, next safety.Next) {
 	case !ok, next.Deadline && old.deadline, next.At.Before(old.at):
 		c.wakes[name] = wake{at: next.At, deadline: next.Deadline}
 	}
-}
-
-// apply writes the freeze down when a change of the guard calls for it, and
-// looks at the nodes the change affects, as the reconciler does.
-func (c *controller) apply(ch disruption.Change) {
-	if ch.Empty() {
-		return
-	}
-	c.applied(c.model.Affected(ch, c.w.now))
-}
-
-// applied is apply for a change the model has resolved.
-func (c *controller) applied(ch safety.Change) {
-	if ch.Freeze || ch.Cooldown {
-		c.freezeDirty = true
-	}
-	c.keepFreeze()
-	for _, name := range ch.Wake {
-		c.wakeNow(name)
-	}
-}
-
-// keepFreeze writes the model's freeze record and its unwatched spans to the
-// cluster when they are behind, as the reconciler does.
-func (c *controller) keepFreeze() {
-	if !c.freezeDirty || !c.canWrite() {
-		return
-	}
-	if r, ok := c.model.FreezeRecord(); ok {
-		c.w.freeze = &r
-	} else {
-		c.w.freeze = nil
-	}
-	c.w.unwatched = c.model.UnwatchedSpans(c.w.now)
-	c.freezeDirty = false
 }
 
 // lookDue looks at every node whose look has come, again while a look
@@ -323,7 +277,6 @@ func (c *controller) failed(name string) {
 func (c *controller) look(name string) {
 	node := c.nodes[name]
 	out, err := c.exec.Look(context.Background(), port{c}, node, c.leases[name], c.w.settings(node))
-	c.applied(out.Change)
 	if err != nil {
 		c.failed(name)
 		return

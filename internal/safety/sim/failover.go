@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // controllers holds the leader, and the phantom of the last one to die.
 type controllers struct {
@@ -34,12 +37,11 @@ func (cs *controllers) policyChanged() {
 func (cs *controllers) outageEnded(from, to time.Time) {
 	for _, c := range []*controller{cs.leader, cs.old} {
 		if c != nil {
-			c.model.Excuse(from, to, c.w.now)
+			c.exec.Excuse(from, to, c.w.now)
 		}
 	}
 	// The leader keeps it in the cluster at once.
-	cs.leader.freezeDirty = true
-	cs.leader.keepFreeze()
+	cs.leader.exec.KeepFreeze(context.Background(), port{cs.leader})
 }
 
 // failover kills the leader: it becomes the phantom, and a new process

@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/eviction"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
@@ -96,6 +98,23 @@ func (p port) write(base, node *corev1.Node) error {
 
 // Wake sets the node's next look.
 func (p port) Wake(name string, next safety.Next) { p.c.wake(name, next) }
+
+// KeepFreeze writes the freeze and the unwatched spans into the world, unless writes are refused.
+func (p port) KeepFreeze(_ context.Context, freeze *disruption.Record, unwatched []disruption.Span) error {
+	if !p.c.canWrite() {
+		return errRefused
+	}
+	p.c.w.freeze, p.c.w.unwatched = freeze, unwatched
+	return nil
+}
+
+// Cached returns the node as the controller's cache shows it.
+func (p port) Cached(_ context.Context, name string) *corev1.Node { return p.c.nodes[name] }
+
+// Settings returns the node's pool settings.
+func (p port) Settings(_ context.Context, node *corev1.Node) policy.Settings {
+	return p.c.w.settings(node)
+}
 
 // MarkPod sets the pod NotReady in the world, unless writes are refused.
 func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {

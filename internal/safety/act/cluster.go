@@ -1,0 +1,131 @@
+package act
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+)
+
+// ResyncPort is what the resync reads beyond a look's port.
+type ResyncPort interface {
+	LookPort
+	// Cached returns the node as the cache shows it, nil for none.
+	Cached(ctx context.Context, name string) *corev1.Node
+	// Settings returns the settings of the node's pool.
+	Settings(ctx context.Context, node *corev1.Node) policy.Settings
+}
+
+// freezeKeeper tracks whether the cluster's copy of the partition freeze
+// and of the recent unwatched spans is behind the model's.
+type freezeKeeper struct {
+	mu    sync.Mutex
+	dirty bool
+	// stale asks the next keep to write, whatever changed. It is set
+	// without mu: the answer that ends an outage may be the answer to the
+	// keeper's own write, whose request path tells of the outage while the
+	// keeper holds mu.
+	stale atomic.Bool
+}
+
+// Changed carries out a change of the disruption state made outside a look
+// (a tick, the seed, a node's removal, a pool's new policy): it looks at
+// once at the nodes the change affects and keeps a new freeze in the
+// cluster. It returns the change, resolved, for the caller to tell.
+func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change) safety.Change {
+	if c.Empty() {
+		return safety.Change{}
+	}
+	now := p.Now()
+	ch := x.model.Affected(c, now)
+	wakeAll(p, ch.Wake, now)
+	x.keepChanged(ctx, p, ch)
+	return ch
+}
+
+// Resync is the safety net behind the wakes and the clock of the partition
+// freeze, run every period: it lets the freeze's window and cooldown
+// advance, keeps the freeze in the cluster if a write of it failed, looks
+// at once at the nodes whose deadline passed without a verdict, and at
+// every node the cache shows short of what the model wants of it (a node
+// that needs its NoExecute taint, lacks it, and is neither held nor waiting
+// its turn), whatever wakes were lost. It returns the tick's change and the
+// number of those stray nodes.
+func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int) {
+	now := p.Now()
+	ch := x.Changed(ctx, p, x.model.Tick(now, p.Blind()))
+	x.KeepFreeze(ctx, p)
+	for _, name := range x.model.Overdue(now) {
+		p.Wake(name, safety.Next{At: now, Deadline: true})
+	}
+	strays := 0
+	// Only the model's candidates are read: the nodes not judged healthy
+	// and those last seen tainted, a handful in a healthy cluster.
+	for _, name := range x.model.Candidates() {
+		if node := p.Cached(ctx, name); node != nil && x.model.Stray(node, p.Settings(ctx, node), now) {
+			p.Wake(name, safety.Next{At: now})
+			strays++
+		}
+	}
+	return ch, strays
+}
+
+// Excuse takes a span during which the controller could not reach the
+// apiserver off every node's silence (safety.Model.Excuse), and has the next
+// KeepFreeze write the spans the freeze no longer counts, for a new leader,
+// which did not see it. It never waits for a write: it runs on the answer
+// that ended the outage.
+func (x *Executor) Excuse(from, to, now time.Time) {
+	x.model.Excuse(from, to, now)
+	x.freeze.stale.Store(true)
+}
+
+// Unwatched takes a span no leader watched the cluster out of the partition
+// freeze's window (safety.Model.Unwatched), and has the next KeepFreeze
+// write it, for the leader after this one.
+func (x *Executor) Unwatched(from, to, now time.Time) {
+	x.model.Unwatched(from, to, now)
+	x.freeze.stale.Store(true)
+}
+
+// KeepFreeze writes the model's partition freeze and its recent unwatched
+// spans into the cluster if they changed since the last write that landed,
+// or were made stale. A write that fails is logged and tried again at the
+// next change and at every resync until one lands.
+func (x *Executor) KeepFreeze(ctx context.Context, p LookPort) {
+	x.keep(ctx, p, false)
+}
+
+// keepChanged keeps the freeze when a change started or ended it, or its
+// cooldown.
+func (x *Executor) keepChanged(ctx context.Context, p LookPort, c safety.Change) {
+	if c.Freeze || c.Cooldown {
+		x.keep(ctx, p, true)
+	}
+}
+
+func (x *Executor) keep(ctx context.Context, p LookPort, changed bool) {
+	k := &x.freeze
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dirty = k.stale.Swap(false) || k.dirty || changed
+	if !k.dirty {
+		return
+	}
+	var freeze *disruption.Record
+	if rec, ok := x.model.FreezeRecord(); ok {
+		freeze = &rec
+	}
+	if err := p.KeepFreeze(ctx, freeze, x.model.UnwatchedSpans(p.Now())); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Could not keep the partition freeze in the cluster; trying again at the next resync")
+		return
+	}
+	k.dirty = false
+}
