@@ -155,10 +155,6 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		d.Sight = s.Outages
 	}
 	r := nodehealth.New(d)
-	if s.Outages != nil {
-		log := mgr.GetLogger().WithName(nodehealth.ControllerName)
-		s.Outages.OnRegained(func(o sight.Outage) { r.ExcuseOutage(ctrl.LoggerInto(context.Background(), log), o) })
-	}
 	if err := r.Register(mgr, opts.NodeMonitorPeriod); err != nil {
 		return fmt.Errorf("set up node health controller: %w", err)
 	}

@@ -67,31 +67,39 @@ type Monitor struct {
 	// excusedTo is when the last outage ended: no new outage starts before
 	// it, so no span is excused twice.
 	excusedTo time.Time
-	listeners []func(Outage)
+	// ended holds the outages that ended and were not taken yet, oldest
+	// first; regained is signalled as each is added.
+	ended    []Outage
+	regained chan struct{}
 }
+
+// maxEnded bounds the outages kept for Take: a process that is not the
+// leader takes none until it leads. The oldest go first: by then any node
+// silent since before them has long been marked.
+const maxEnded = 256
 
 // New returns a Monitor that times outages on clk.
 func New(clk clock.PassiveClock) *Monitor {
-	return &Monitor{clock: clk, probeNow: make(chan struct{}, 1)}
+	return &Monitor{clock: clk, probeNow: make(chan struct{}, 1), regained: make(chan struct{}, 1)}
 }
 
-// OnRegained registers f to be called at the end of each outage, with the
-// outage, before the response that ended it is handed to its caller: by the
-// time any code reads from the apiserver again, f has run.
-func (m *Monitor) OnRegained(f func(Outage)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.listeners = append(m.listeners, f)
-}
-
-// Blind reports whether the apiserver is out of reach, as a probe that got
+// Take reports whether the apiserver is out of reach, as a probe that got
 // no answer confirmed, with no answer since to a request sent after the
-// outage began, and since when.
-func (m *Monitor) Blind() (bool, time.Time) {
+// outage began, and takes the outages that ended since the last Take, each
+// once, oldest first. An outage is there to take before the answer that ended it is
+// handed to its caller, and as soon as Take reports the apiserver reached:
+// whoever decides from what it reads after an outage takes the outage
+// first.
+func (m *Monitor) Take() (blind bool, ended []Outage) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.blind, m.since
+	ended, m.ended = m.ended, nil
+	return m.blind, ended
 }
+
+// Regained receives a value after an outage ends, for Take to take at once;
+// an outage that ends while one is unread adds none.
+func (m *Monitor) Regained() <-chan struct{} { return m.regained }
 
 // Probe asks the apiserver at url whether it is there, at once, then every
 // period until ctx ends, and at once after a request got no answer outside
@@ -275,10 +283,14 @@ func (m *Monitor) reached(sent time.Time) {
 	}
 	outage := Outage{From: m.since, To: m.clock.Now()}
 	m.blind, m.excusedTo = false, outage.To
-	listeners := m.listeners
+	if len(m.ended) == maxEnded {
+		m.ended = m.ended[1:]
+	}
+	m.ended = append(m.ended, outage)
 	m.mu.Unlock()
-	for _, f := range listeners {
-		f(outage)
+	select {
+	case m.regained <- struct{}{}:
+	default:
 	}
 }
 

@@ -15,19 +15,32 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// recorded is a Monitor on a fake clock at t0, with the outages it has
-// reported.
+// recorded is a Monitor on a fake clock at t0, with the outages taken from
+// it.
 type recorded struct {
 	*Monitor
-	clock   *clocktesting.FakeClock
-	outages []Outage
+	clock *clocktesting.FakeClock
+	taken []Outage
 }
 
 func newRecorded() *recorded {
 	r := &recorded{clock: clocktesting.NewFakeClock(t0)}
 	r.Monitor = New(r.clock)
-	r.OnRegained(func(o Outage) { r.outages = append(r.outages, o) })
 	return r
+}
+
+// blindSince reports whether m is blind, and since when.
+func blindSince(m *Monitor) (bool, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.blind, m.since
+}
+
+// outages returns every outage that ended so far, oldest first.
+func (r *recorded) outages() []Outage {
+	_, ended := r.Take()
+	r.taken = append(r.taken, ended...)
+	return r.taken
 }
 
 // send sends one request through the monitored transport rt.
@@ -152,7 +165,7 @@ func TestMonitorReportsOutages(t *testing.T) {
 				}
 				m.clock.Step(tc.gap)
 			}
-			got := m.outages
+			got := m.outages()
 			if len(got) != len(tc.want) {
 				t.Fatalf("outages = %v, want %v", got, tc.want)
 			}
@@ -171,8 +184,6 @@ func TestMonitorReportsOutages(t *testing.T) {
 func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	m := New(clk)
-	regained := 0
-	m.OnRegained(func(Outage) { regained++ })
 	slow, started := make(chan struct{}), make(chan struct{})
 	inner := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.URL.Path == "/slow" {
@@ -202,10 +213,10 @@ func TestAnswerSentBeforeTheOutageDoesNotEndIt(t *testing.T) {
 	probeWith(m, rt)
 	close(slow)
 	<-done
-	if blind, since := m.Blind(); !blind || !since.Equal(t0.Add(time.Second)) {
+	if blind, since := blindSince(m); !blind || !since.Equal(t0.Add(time.Second)) {
 		t.Errorf("Blind() = %v, %v; want true since %v", blind, since, t0.Add(time.Second))
 	}
-	if regained != 0 {
+	if _, ended := m.Take(); len(ended) != 0 {
 		t.Errorf("outage ended by an answer to a request sent before it")
 	}
 }
@@ -218,7 +229,7 @@ func TestTimeoutConfirmedByTheProbe(t *testing.T) {
 	clk := m.clock
 	rt := m.Wrap(&scripted{clock: clk, steps: []step{{err: context.DeadlineExceeded, advance: 5 * time.Second}, {code: 200}}})
 	send(rt)
-	if blind, _ := m.Blind(); blind {
+	if blind, _ := blindSince(m.Monitor); blind {
 		t.Fatal("blind after one request timed out")
 	}
 	select {
@@ -228,13 +239,13 @@ func TestTimeoutConfirmedByTheProbe(t *testing.T) {
 	}
 	clk.Step(time.Second)
 	m.confirm(clk.Now())
-	if blind, since := m.Blind(); !blind || !since.Equal(t0) {
+	if blind, since := blindSince(m.Monitor); !blind || !since.Equal(t0) {
 		t.Fatalf("Blind() = %v, %v; want true since %v", blind, since, t0)
 	}
 	clk.Step(time.Second)
 	send(rt)
-	if want := (Outage{From: t0, To: t0.Add(7 * time.Second)}); len(m.outages) != 1 || m.outages[0] != want {
-		t.Fatalf("outages = %v, want [%v]", m.outages, want)
+	if want := (Outage{From: t0, To: t0.Add(7 * time.Second)}); len(m.outages()) != 1 || m.outages()[0] != want {
+		t.Fatalf("outages = %v, want [%v]", m.outages(), want)
 	}
 }
 
@@ -257,7 +268,7 @@ func TestSpanExcusedOnce(t *testing.T) {
 	clk.Step(3 * time.Second)
 	m.reached(clk.Now())
 	want := []Outage{{From: t0, To: t0.Add(10 * time.Second)}, {From: t0.Add(10 * time.Second), To: t0.Add(13 * time.Second)}}
-	if got := m.outages; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	if got := m.outages(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("outages = %v, want %v", got, want)
 	}
 }
@@ -302,28 +313,27 @@ func TestProbeNoticesAHungApiserver(t *testing.T) {
 	defer close(release)
 
 	m := New(clock.RealClock{})
-	var outages []Outage
-	m.OnRegained(func(o Outage) { outages = append(outages, o) })
 	c := &http.Client{Transport: m.Wrap(http.DefaultTransport)}
 	const timeout = 50 * time.Millisecond
 
 	m.probe(t.Context(), c, srv.URL, timeout)
-	if blind, _ := m.Blind(); blind {
+	if blind, _ := blindSince(m); blind {
 		t.Fatal("blind after a ready answer")
 	}
 	state.Store(2)
 	m.probe(t.Context(), c, srv.URL, timeout)
-	if blind, _ := m.Blind(); !blind {
+	if blind, _ := blindSince(m); !blind {
 		t.Fatal("not blind after a probe that got no answer")
 	}
 	state.Store(1)
 	m.probe(t.Context(), c, srv.URL, timeout)
-	if blind, _ := m.Blind(); !blind || len(outages) != 0 {
+	if blind, outages := m.Take(); !blind || len(outages) != 0 {
 		t.Fatalf("an apiserver that is unavailable ended the outage: %v", outages)
 	}
 	state.Store(0)
 	m.probe(t.Context(), c, srv.URL, timeout)
-	if blind, _ := m.Blind(); blind || len(outages) != 1 {
+	blind, outages := m.Take()
+	if blind || len(outages) != 1 {
 		t.Fatalf("a ready answer did not end the outage: blind %v, outages %v", blind, outages)
 	}
 	if d := outages[0].Duration(); d < timeout {
@@ -333,7 +343,7 @@ func TestProbeNoticesAHungApiserver(t *testing.T) {
 	// comes from an apiserver that is there.
 	state.Store(3)
 	m.probe(t.Context(), c, srv.URL, timeout)
-	if blind, _ := m.Blind(); blind {
+	if blind, _ := blindSince(m); blind {
 		t.Fatal("blind after a readiness check answered 500")
 	}
 }
@@ -417,20 +427,20 @@ func TestLateFailureWhileOthersAreAnswered(t *testing.T) {
 			}
 			clk.Step(5 * time.Second)
 			list(step{code: http.StatusGatewayTimeout})
-			if blind, since := m.Blind(); blind {
+			if blind, since := blindSince(m.Monitor); blind {
 				t.Fatalf("blind since %v on one late failure, before the probe looked", since)
 			}
 			if !probeAsked(m.Monitor) {
 				t.Fatal("a request that got no answer did not ask for a probe")
 			}
 			probeMeets(m, tc.probe)
-			blind, since := m.Blind()
+			blind, since := blindSince(m.Monitor)
 			if blind != !tc.wantSince.IsZero() || blind && !since.Equal(tc.wantSince) {
 				t.Fatalf("Blind() = %v, %v; want since %v", blind, since, tc.wantSince)
 			}
 			clk.Step(5 * time.Second)
 			sendHeld(rt, g)(step{code: 200})
-			if got := m.outages; len(got) != len(tc.want) || len(got) == 1 && got[0] != tc.want[0] {
+			if got := m.outages(); len(got) != len(tc.want) || len(got) == 1 && got[0] != tc.want[0] {
 				t.Fatalf("outages = %v, want %v", got, tc.want)
 			}
 		})
@@ -482,11 +492,11 @@ func TestRepeatedLateFailuresExcuseOnlyRealOutages(t *testing.T) {
 		backoff = min(2*backoff, 30*time.Second)
 	}
 	outage := down.Duration()
-	if got := excused(m.outages); got < outage-period || got > outage+period {
+	if got := excused(m.outages()); got < outage-period || got > outage+period {
 		t.Fatalf("excused %v over %d cycles (outages %v), want the real outage's %v within a probe period",
-			got, cycles, m.outages, outage)
+			got, cycles, m.outages(), outage)
 	}
-	if blind, since := m.Blind(); blind {
+	if blind, since := blindSince(m.Monitor); blind {
 		t.Fatalf("blind since %v at the end", since)
 	}
 }
@@ -511,7 +521,7 @@ func TestRealOutageExcusedFromItsStart(t *testing.T) {
 		t.Fatal("a refused request did not ask for a probe")
 	}
 	probeMeets(m, refused)
-	if blind, since := m.Blind(); !blind || !since.Equal(t0.Add(10*time.Second)) {
+	if blind, since := blindSince(m.Monitor); !blind || !since.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("Blind() = %v, %v; want true since %v", blind, since, t0.Add(10*time.Second))
 	}
 	clk.Step(2 * time.Second)
@@ -524,14 +534,14 @@ func TestRealOutageExcusedFromItsStart(t *testing.T) {
 		sendHeld(rt, g)(refused)
 		probeMeets(m, refused)
 	}
-	if blind, since := m.Blind(); !blind || !since.Equal(t0.Add(8*time.Second)) {
+	if blind, since := blindSince(m.Monitor); !blind || !since.Equal(t0.Add(8*time.Second)) {
 		t.Fatalf("Blind() = %v, %v; want true since %v, the list's send", blind, since, t0.Add(8*time.Second))
 	}
 	clk.Step(5 * time.Second)
 	probeMeets(m, step{code: 200})
 	want := Outage{From: t0.Add(8 * time.Second), To: t0.Add(42 * time.Second)}
-	if len(m.outages) != 1 || m.outages[0] != want {
-		t.Fatalf("outages = %v, want [%v]", m.outages, want)
+	if len(m.outages()) != 1 || m.outages()[0] != want {
+		t.Fatalf("outages = %v, want [%v]", m.outages(), want)
 	}
 }
 
@@ -544,7 +554,39 @@ func TestProbeHeldUpPastAnAnswerConfirmsNothing(t *testing.T) {
 	clk.Step(5 * time.Second)
 	m.reached(t0.Add(2 * time.Second))
 	m.confirm(t0)
-	if blind, since := m.Blind(); blind {
+	if blind, since := blindSince(m.Monitor); blind {
 		t.Fatalf("blind since %v on a probe sent before an answered request", since)
+	}
+}
+
+// TestTakeHandsEachOutageOnce: an outage is there to take, and Regained
+// says so, as soon as the answer that ended it is in; each is taken once,
+// oldest first, and a process that takes none keeps only the latest
+// maxEnded.
+func TestTakeHandsEachOutageOnce(t *testing.T) {
+	m := newRecorded()
+	for i := range maxEnded + 2 {
+		m.unanswered(m.clock.Now())
+		m.confirm(m.clock.Now())
+		m.clock.Step(time.Second)
+		m.reached(m.clock.Now())
+		if i == 0 {
+			select {
+			case <-m.Regained():
+			default:
+				t.Fatal("an outage ended and Regained did not say so")
+			}
+		}
+		m.clock.Step(time.Second)
+	}
+	blind, ended := m.Take()
+	if blind || len(ended) != maxEnded {
+		t.Fatalf("Take() = %v, %d outages; want false, %d", blind, len(ended), maxEnded)
+	}
+	if want := (Outage{From: t0.Add(4 * time.Second), To: t0.Add(5 * time.Second)}); ended[0] != want {
+		t.Fatalf("oldest outage kept = %v, want %v: the two oldest go", ended[0], want)
+	}
+	if _, again := m.Take(); len(again) != 0 {
+		t.Fatalf("outages taken twice: %v", again)
 	}
 }

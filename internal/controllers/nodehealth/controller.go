@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
@@ -98,13 +99,23 @@ type Deps struct {
 		Unled() (from, to time.Time, ok bool)
 	}
 	// Sight, when set, tells whether the apiserver is out of the
-	// controller's reach: no node is marked until it answers again, even
-	// from an answer to a request sent before it went away.
-	Sight interface{ Blind() (bool, time.Time) }
+	// controller's reach (sight.Monitor): no node is marked until it
+	// answers again, even from an answer to a request sent before it went
+	// away, and the time it could not be reached counts against no node.
+	Sight Sight
 	// ReconcileTimeout bounds each reconcile, and so every request it
 	// sends: a request stuck on a dead connection fails and is retried
 	// instead of holding a worker for good. 0 means none.
 	ReconcileTimeout time.Duration
+}
+
+// Sight tells of the apiserver's outages (sight.Monitor).
+type Sight interface {
+	// Take reports whether the apiserver is out of reach, and takes the
+	// outages that ended since the last Take.
+	Take() (bool, []sight.Outage)
+	// Regained receives a value after an outage ends.
+	Regained() <-chan struct{}
 }
 
 // Reconciler judges one node per call and acts on the verdict.
@@ -128,9 +139,6 @@ type world struct {
 	// podMarks marks the pods of silent nodes NotReady on workers of its
 	// own (podmarks.go).
 	podMarks *podMarks
-	// freeze asks the resync to keep the partition freeze in the cluster
-	// at once (freeze.go).
-	freeze freezeKick
 }
 
 // told remembers what the looks told, so that each thing is told once.
@@ -154,10 +162,13 @@ type told struct {
 // repeat the live reads and be refused.
 func New(d Deps) *Reconciler {
 	d.Client = readback.New[corev1.Node](d.Client)
-	r := &Reconciler{d: d, exec: act.New(d.Model, podWorkers), told: told{started: d.Clock.Now()}}
+	var seen act.Sight
+	if d.Sight != nil {
+		seen = outages{d.Sight}
+	}
+	r := &Reconciler{d: d, exec: act.New(d.Model, podWorkers, seen), told: told{started: d.Clock.Now()}}
 	r.world.wakes = newWakes(d.Clock, d.Model.Deadline)
 	r.world.podMarks = newPodMarks(r)
-	r.world.freeze = make(freezeKick, 1)
 	return r
 }
 
@@ -210,28 +221,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// blind reports whether the apiserver is out of the controller's reach.
-func (r *Reconciler) blind() bool {
-	if r.d.Sight == nil {
-		return false
-	}
-	blind, _ := r.d.Sight.Blind()
-	return blind
-}
+// outages is the executor's Sight: the Monitor's outages as spans, each
+// counted in the metrics as it is taken.
+type outages struct{ s Sight }
 
-// ExcuseOutage takes a span during which the controller could not reach the
-// apiserver off every node's silence: the kubelets' heartbeats could not be
-// written, or not be seen, so the span says nothing of the nodes. Each
-// node's deadline moves on by as much of the span as it had been silent.
-func (r *Reconciler) ExcuseOutage(ctx context.Context, o sight.Outage) {
-	r.exec.Excuse(o.From, o.To, r.d.Clock.Now())
-	// Kept in the cluster for a new leader, which did not see it: written
-	// by the resync, which runs on the leader alone (this runs on every
-	// replica).
-	r.world.freeze.kick()
-	outagesExcused.Observe(o.Duration().Seconds())
-	ctrl.LoggerFrom(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
-		"unreachableSince", o.From, "for", o.Duration())
+// Take implements act.Sight.
+func (o outages) Take() (bool, []disruption.Span) {
+	blind, ended := o.s.Take()
+	spans := make([]disruption.Span, len(ended))
+	for i, e := range ended {
+		outagesExcused.Observe(e.Duration().Seconds())
+		spans[i] = disruption.Span{From: e.From, To: e.To}
+	}
+	return blind, spans
 }
 
 // seed counts every node in the disruption guard, as its Ready condition
@@ -267,13 +269,14 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 			// have gone silent together. Kept in the cluster too, for the
 			// leader after this one.
 			r.exec.Unwatched(from, to, now)
-			r.world.freeze.kick()
 			ctrl.LoggerFrom(ctx).Info("Took over from a leader that last renewed its Lease before; the time between counts in no freeze window",
 				"lastRenewed", from, "takenAt", to, "for", to.Sub(from).Round(time.Millisecond))
 		}
 	}
 	settings := func(node *corev1.Node) policy.Settings { return r.settings(ctx, node) }
 	r.guardChanged(ctx, r.model().Seed(nodes, settings, kept, now, r.apiNow(now)))
+	// An unwatched span, or an outage this process saw before it led.
+	r.exec.KeepFreeze(ctx, port{r})
 	return nil
 }
 

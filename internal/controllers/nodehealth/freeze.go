@@ -19,22 +19,6 @@ import (
 // Namespace, and no other Namespace.
 // +kubebuilder:rbac:groups="",resources=namespaces,resourceNames=kube-node-lease,verbs=patch
 
-// freezeKick asks the resync, which runs on the leader alone, to keep the
-// partition freeze and the unwatched spans in the cluster at once
-// (act.Executor.KeepFreeze), on the kube-node-lease Namespace
-// (safety.AnnotationFreeze, safety.AnnotationUnwatched): an outage excused,
-// or a takeover's unwatched span, must reach a new leader.
-type freezeKick chan struct{}
-
-// kick asks for a write. It never blocks: it runs on the answer that ended
-// an outage, which may be the answer to the freeze's own write.
-func (k freezeKick) kick() {
-	select {
-	case k <- struct{}{}:
-	default:
-	}
-}
-
 // kept reads the partition freeze and the recent unwatched spans the
 // cluster keeps. A read that fails stops the seed, to be tried again: a new
 // leader that went on without them could lose a freeze its predecessor

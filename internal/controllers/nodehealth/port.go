@@ -27,9 +27,6 @@ func (p port) Now() time.Time { return p.r.d.Clock.Now() }
 // Stamp returns a time the apiserver's clock has surely not reached.
 func (p port) Stamp() time.Time { return p.r.stamp(p.r.d.Clock.Now()) }
 
-// Blind reports whether the apiserver is out of the controller's reach.
-func (p port) Blind() bool { return p.r.blind() }
-
 // Cached returns the node as the cache shows it, nil for none.
 func (p port) Cached(ctx context.Context, name string) *corev1.Node {
 	node := &corev1.Node{}

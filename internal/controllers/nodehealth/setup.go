@@ -131,18 +131,22 @@ func conditionsChanged(o, n []corev1.NodeCondition) bool {
 }
 
 // resync runs the executor's resync (act.Executor.Resync) every period,
-// and keeps the partition freeze in the cluster when an outage or a
-// takeover asks for it. It runs only on the leader, like the controller,
+// and keeps an outage that ended in the cluster at once, for a new leader,
+// which did not see it. It runs only on the leader, like the controller,
 // and starts each term with zeroed state counts.
 func (r *Reconciler) resync(ctx context.Context, ticker clock.WithTicker, period time.Duration) error {
 	resetStateGauge()
 	t := ticker.NewTicker(period)
 	defer t.Stop()
+	var regained <-chan struct{}
+	if r.d.Sight != nil {
+		regained = r.d.Sight.Regained()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-r.world.freeze:
+		case <-regained:
 			r.exec.KeepFreeze(ctx, port{r})
 		case <-t.C():
 			ch, strays := r.exec.Resync(ctx, port{r})

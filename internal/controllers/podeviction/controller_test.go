@@ -56,7 +56,7 @@ func newExecutor() (*act.Executor, func()) {
 		m.Seed(nil, func(*corev1.Node) policy.Settings { return policy.Settings{} }, safety.Kept{}, t0, t0)
 		m.Tick(t0, false)
 	}
-	return act.New(m, 1), seed
+	return act.New(m, 1, nil), seed
 }
 
 func newReconciler(objs ...client.Object) (*Reconciler, client.Client, *clocktesting.FakeClock) {

@@ -58,8 +58,6 @@ type LookPort interface {
 	// Stamp returns the time to write for something done now: one the
 	// apiserver's clock has surely not reached.
 	Stamp() time.Time
-	// Blind reports whether the apiserver is out of the controller's reach.
-	Blind() bool
 	// Lease reads the node's Lease (nil for none) from the apiserver, just
 	// before the node is marked.
 	Lease(ctx context.Context, name string) (*coordinationv1.Lease, error)
@@ -77,9 +75,21 @@ type LookPort interface {
 	KeepFreeze(ctx context.Context, freeze *disruption.Record, unwatched []disruption.Span) error
 }
 
+// Sight tells the executor when the apiserver is out of the controller's
+// reach (package sight).
+type Sight interface {
+	// Take reports whether the apiserver is out of reach now, and takes
+	// the spans of the outages that ended since the last Take, each once.
+	// An outage is there to take before the answer that ended it is handed
+	// on.
+	Take() (blind bool, ended []disruption.Span)
+}
+
 // Executor carries the decisions of one model out.
 type Executor struct {
 	model *safety.Model
+	// sight tells of outages; nil for an apiserver always in reach.
+	sight Sight
 	// workers bounds how many pods of one node are written at once.
 	workers int
 	// freeze is whether the cluster's copy of the freeze is behind.
@@ -87,9 +97,9 @@ type Executor struct {
 }
 
 // New returns an executor of m's decisions that writes up to workers pods
-// of a node at once.
-func New(m *safety.Model, workers int) *Executor {
-	return &Executor{model: m, workers: max(workers, 1)}
+// of a node at once, and learns of outages from sight (nil for none).
+func New(m *safety.Model, workers int, sight Sight) *Executor {
+	return &Executor{model: m, sight: sight, workers: max(workers, 1)}
 }
 
 // Outcome is what a look did.
@@ -136,7 +146,7 @@ func (x *Executor) Look(ctx context.Context, p LookPort, node *corev1.Node, leas
 
 // carry is Look but for the freeze.
 func (x *Executor) carry(ctx context.Context, p LookPort, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings) (Outcome, error) {
-	out := x.look(p, node, lease, s)
+	out := x.look(ctx, p, node, lease, s)
 	d := out.Decision
 	if d.Mark {
 		live, liveLease, mark, err := x.mark(ctx, p, node, d.Verdict, s.Grace)
@@ -149,7 +159,7 @@ func (x *Executor) carry(ctx context.Context, p LookPort, node *corev1.Node, lea
 			return out, nil
 		}
 		// The live read heard the node: look at what it showed.
-		again := x.look(p, live, liveLease, s)
+		again := x.look(ctx, p, live, liveLease, s)
 		again.Change = out.Change.Merge(again.Change)
 		again.Decision.First = again.Decision.First || d.First
 		out = again
@@ -164,9 +174,10 @@ func (x *Executor) carry(ctx context.Context, p LookPort, node *corev1.Node, lea
 }
 
 // look asks the model, and wakes the other nodes its change calls for.
-func (x *Executor) look(p LookPort, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings) Outcome {
+func (x *Executor) look(ctx context.Context, p LookPort, node *corev1.Node, lease *coordinationv1.Lease, s policy.Settings) Outcome {
+	blind := x.see(ctx, p)
 	now := p.Now()
-	d := x.model.Look(safety.Input{Node: node, Lease: lease, Settings: s, Now: now, Stamp: p.Stamp(), Blind: p.Blind()})
+	d := x.model.Look(safety.Input{Node: node, Lease: lease, Settings: s, Now: now, Stamp: p.Stamp(), Blind: blind})
 	c := x.model.Affected(d.Change, now)
 	wakeAll(p, c.Wake, now)
 	return Outcome{Decision: d, Change: c, Node: node}
@@ -216,7 +227,9 @@ func (x *Executor) mark(ctx context.Context, p LookPort, cached *corev1.Node, v 
 // Lease shows a heartbeat that moves its deadline.
 func (x *Executor) markIfSilent(ctx context.Context, p LookPort, node *corev1.Node, lease *coordinationv1.Lease, v health.Verdict, grace health.Grace) (*corev1.Node, *Mark, error) {
 	// What the reads show is as of now, not as of the look's start: a read
-	// held up by a hung apiserver returns long after it was sent.
+	// held up by a hung apiserver returns long after it was sent, and the
+	// outage it ended is excused first.
+	blind := x.see(ctx, p)
 	now := p.Now()
 	again, silent := x.model.Confirm(node, lease, grace, now)
 	if !silent && again.Deadline.After(v.Deadline) {
@@ -226,7 +239,7 @@ func (x *Executor) markIfSilent(ctx context.Context, p LookPort, node *corev1.No
 			"deadline", v.Deadline, "newDeadline", again.Deadline)
 		return node, nil, nil
 	}
-	if p.Blind() {
+	if blind {
 		return nil, nil, fmt.Errorf("node %q: %w", node.Name, ErrBlind)
 	}
 	if !silent {

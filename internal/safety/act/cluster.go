@@ -28,10 +28,9 @@ type ResyncPort interface {
 type freezeKeeper struct {
 	mu    sync.Mutex
 	dirty bool
-	// stale asks the next keep to write, whatever changed. It is set
-	// without mu: the answer that ends an outage may be the answer to the
-	// keeper's own write, whose request path tells of the outage while the
-	// keeper holds mu.
+	// stale asks the next keep to write, whatever changed: an outage was
+	// excused. It is set without mu, so that a look never waits for a
+	// write of the freeze in flight.
 	stale atomic.Bool
 }
 
@@ -59,9 +58,10 @@ func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change)
 // its turn), whatever wakes were lost. It returns the tick's change and the
 // number of those stray nodes.
 func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int) {
+	blind := x.see(ctx, p)
 	now := p.Now()
-	ch := x.Changed(ctx, p, x.model.Tick(now, p.Blind()))
-	x.KeepFreeze(ctx, p)
+	ch := x.Changed(ctx, p, x.model.Tick(now, blind))
+	x.keep(ctx, p, false)
 	for _, name := range x.model.Overdue(now) {
 		p.Wake(name, safety.Next{At: now, Deadline: true})
 	}
@@ -77,14 +77,24 @@ func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int
 	return ch, strays
 }
 
-// Excuse takes a span during which the controller could not reach the
-// apiserver off every node's silence (safety.Model.Excuse), and has the next
-// KeepFreeze write the spans the freeze no longer counts, for a new leader,
-// which did not see it. It never waits for a write: it runs on the answer
-// that ended the outage.
-func (x *Executor) Excuse(from, to, now time.Time) {
-	x.model.Excuse(from, to, now)
-	x.freeze.stale.Store(true)
+// see reports whether the apiserver is out of the controller's reach, and
+// first takes every outage that ended off every node's silence
+// (safety.Model.Excuse): the kubelets' heartbeats could not be written, or
+// not be seen, so the span says nothing of the nodes. The next KeepFreeze
+// writes the spans the freeze no longer counts, for a new leader, which
+// did not see them. Every turn of the executor sees before it decides.
+func (x *Executor) see(ctx context.Context, p Reader) bool {
+	if x.sight == nil {
+		return false
+	}
+	blind, ended := x.sight.Take()
+	for _, o := range ended {
+		x.model.Excuse(o.From, o.To, p.Now())
+		x.freeze.stale.Store(true)
+		logr.FromContextOrDiscard(ctx).Info("Reached the apiserver again; the time it could not be reached counts against no node",
+			"unreachableSince", o.From, "for", o.To.Sub(o.From))
+	}
+	return blind
 }
 
 // Unwatched takes a span no leader watched the cluster out of the partition
@@ -97,9 +107,10 @@ func (x *Executor) Unwatched(from, to, now time.Time) {
 
 // KeepFreeze writes the model's partition freeze and its recent unwatched
 // spans into the cluster if they changed since the last write that landed,
-// or were made stale. A write that fails is logged and tried again at the
-// next change and at every resync until one lands.
+// or an outage ended since. A write that fails is logged and tried again at
+// the next change and at every resync until one lands.
 func (x *Executor) KeepFreeze(ctx context.Context, p LookPort) {
+	x.see(ctx, p)
 	x.keep(ctx, p, false)
 }
 
@@ -111,12 +122,15 @@ func (x *Executor) keepChanged(ctx context.Context, p LookPort, c safety.Change)
 	}
 }
 
+// keep writes the freeze if it is behind, but never before the model is
+// seeded: until it has read what the cluster kept, the model's empty freeze
+// would erase a freeze the last leader kept there.
 func (x *Executor) keep(ctx context.Context, p LookPort, changed bool) {
 	k := &x.freeze
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.dirty = k.stale.Swap(false) || k.dirty || changed
-	if !k.dirty {
+	if !k.dirty || !x.model.Seeded() {
 		return
 	}
 	var freeze *disruption.Record

@@ -8,10 +8,13 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/testobj"
 )
 
 var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -26,7 +29,6 @@ type freezePort struct {
 
 func (p *freezePort) Now() time.Time   { return p.now }
 func (p *freezePort) Stamp() time.Time { return p.now }
-func (p *freezePort) Blind() bool      { return false }
 func (p *freezePort) Live(context.Context, string) (*corev1.Node, *coordinationv1.Lease, error) {
 	return nil, nil, errors.New("not read in these tests")
 }
@@ -44,52 +46,151 @@ func (p *freezePort) KeepFreeze(_ context.Context, _ *disruption.Record, spans [
 	return nil
 }
 
-func newExecutor() *Executor {
+// outages is a Sight whose outages a test ends.
+type outages struct{ ended []disruption.Span }
+
+func (o *outages) Take() (bool, []disruption.Span) {
+	ended := o.ended
+	o.ended = nil
+	return false, ended
+}
+
+func newExecutor(sight Sight) *Executor {
 	return New(safety.New(health.NewTracker(), disruption.NewGuard(disruption.Config{
 		Rates:                  disruption.Rates{Normal: 1, Secondary: 0.1, LargeClusterSizeThreshold: 50},
 		UnhealthyZoneThreshold: 0.55, FreezeThreshold: 0.6, FreezeWindow: 40 * time.Second, FreezeCooldown: 40 * time.Second,
-	}), 40*time.Second), 1)
+	}), 40*time.Second), 1, sight)
 }
 
-// TestExcuseNeverWaitsForAKeepInFlight: an outage is excused on the answer
-// that ended it, which may be the answer to the freeze's own write, made
-// while the keeper holds its lock: excusing must not wait for that lock,
-// or the write never returns.
-func TestExcuseNeverWaitsForAKeepInFlight(t *testing.T) {
-	x := newExecutor()
+// seed seeds x's model with no nodes and what the cluster kept, at t0.
+func seed(x *Executor, kept safety.Kept) {
+	x.model.Seed(nil, func(*corev1.Node) policy.Settings { return policy.Settings{} }, kept, t0, t0)
+}
+
+// TestNoFreezeIsKeptBeforeTheSeed: a process that saw an outage before it
+// led keeps nothing until its model has read what the cluster kept; its
+// empty freeze would erase the one the last leader kept. After the seed,
+// the kept freeze and the outage go back together.
+func TestNoFreezeIsKeptBeforeTheSeed(t *testing.T) {
+	span := disruption.Span{From: t0.Add(-20 * time.Second), To: t0.Add(-10 * time.Second)}
+	o := &outages{ended: []disruption.Span{span}}
+	x := newExecutor(o)
+	p := &freezePort{now: t0}
+	ctx := context.Background()
+	x.KeepFreeze(ctx, p)
+	if len(p.writes) != 0 {
+		t.Fatalf("kept %v before the seed", p.writes)
+	}
+	kept := disruption.Span{From: t0.Add(-30 * time.Second), To: t0.Add(-25 * time.Second)}
+	seed(x, safety.Kept{Unwatched: []disruption.Span{kept}})
+	x.KeepFreeze(ctx, p)
+	if len(p.writes) != 1 || len(p.writes[0]) != 2 || p.writes[0][0] != kept || p.writes[0][1] != span {
+		t.Fatalf("writes %v, want one of [%v %v]", p.writes, kept, span)
+	}
+}
+
+// TestSeeingAnOutageNeverWaitsForAKeepInFlight: every turn of the executor
+// takes the outages that ended before it decides, a look among them; a
+// look must not wait there for a write of the freeze in flight, which an
+// apiserver that hangs holds for as long as it hangs.
+func TestSeeingAnOutageNeverWaitsForAKeepInFlight(t *testing.T) {
+	o := &outages{ended: []disruption.Span{{From: t0, To: t0.Add(10 * time.Second)}}}
+	x := newExecutor(o)
+	p := &freezePort{now: t0.Add(10 * time.Second)}
 	x.freeze.mu.Lock() // a write in flight
 	done := make(chan struct{})
 	go func() {
-		x.Excuse(t0, t0.Add(10*time.Second), t0.Add(10*time.Second))
+		x.see(context.Background(), p)
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Excuse waited for the write in flight")
+		t.Fatal("seeing an outage waited for the write in flight")
 	}
 	x.freeze.mu.Unlock()
+	if !x.freeze.stale.Load() {
+		t.Fatal("an excused outage did not ask for the freeze to be kept")
+	}
 }
 
-// TestAnExcusedOutageIsKeptUntilAWriteLands: the span of an outage reaches
-// the cluster at the next keep, whatever else changed; a refused write is
-// tried again at the next, and once one lands nothing is written again.
+// TestAnExcusedOutageIsKeptUntilAWriteLands: the span of an outage that
+// ended reaches the cluster at the next keep, whatever else changed; a
+// refused write is tried again at the next, and once one lands nothing is
+// written again.
 func TestAnExcusedOutageIsKeptUntilAWriteLands(t *testing.T) {
-	x := newExecutor()
+	o := &outages{}
+	x := newExecutor(o)
+	seed(x, safety.Kept{})
 	p := &freezePort{now: t0.Add(10 * time.Second)}
 	ctx := context.Background()
 	x.KeepFreeze(ctx, p)
 	if len(p.writes) != 0 {
 		t.Fatalf("kept %v with nothing to keep", p.writes)
 	}
-	x.Excuse(t0, t0.Add(10*time.Second), p.now)
+	want := disruption.Span{From: t0, To: t0.Add(10 * time.Second)}
+	o.ended = []disruption.Span{want}
 	p.refuse = true
 	x.KeepFreeze(ctx, p)
 	p.refuse = false
 	x.KeepFreeze(ctx, p)
 	x.KeepFreeze(ctx, p)
-	want := disruption.Span{From: t0, To: t0.Add(10 * time.Second)}
 	if len(p.writes) != 1 || len(p.writes[0]) != 1 || p.writes[0][0] != want {
 		t.Fatalf("writes %v, want one of [%v]", p.writes, want)
+	}
+}
+
+// leasePort is a freezePort whose nodes' Leases are read live: read runs
+// as the read is answered, and patches counts the marks.
+type leasePort struct {
+	freezePort
+	lease   *coordinationv1.Lease
+	read    func()
+	patches int
+}
+
+func (p *leasePort) Lease(context.Context, string) (*coordinationv1.Lease, error) {
+	if p.read != nil {
+		p.read()
+	}
+	return p.lease, nil
+}
+
+func (p *leasePort) PatchStatus(context.Context, *corev1.Node, *corev1.Node) error {
+	p.patches++
+	return nil
+}
+
+// TestAnOutageTheLiveReadEndsIsExcusedBeforeTheMark: the live read that
+// confirms a silence may be sent while the apiserver is out of reach and
+// answered after it is back; the outage it ended is excused before the
+// answer is judged, and a node whose silence the outage covers is not
+// marked.
+func TestAnOutageTheLiveReadEndsIsExcusedBeforeTheMark(t *testing.T) {
+	o := &outages{}
+	x := newExecutor(o)
+	s := policy.Settings{Grace: health.Grace{Monitor: 40 * time.Second, Startup: time.Minute}}
+	ready := testobj.Condition(corev1.NodeReady, corev1.ConditionTrue, t0)
+	ready.LastHeartbeatTime = metav1.NewTime(t0)
+	node := testobj.Node("n", testobj.Conditions(ready))
+	lease := testobj.Lease("n", "n", t0)
+	p := &leasePort{freezePort: freezePort{now: t0}, lease: lease}
+	ctx := context.Background()
+	if _, err := x.Look(ctx, p, node, lease, s); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver went away 10s after the last heartbeat; the read sent
+	// 50s after it is answered at 60s, when the apiserver is back.
+	p.now = t0.Add(50 * time.Second)
+	p.read = func() {
+		o.ended = append(o.ended, disruption.Span{From: t0.Add(10 * time.Second), To: t0.Add(60 * time.Second)})
+		p.now = t0.Add(60 * time.Second)
+	}
+	out, err := x.Look(ctx, p, node, lease, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Mark != nil || p.patches != 0 {
+		t.Fatalf("marked a node whose silence an outage covers (mark %+v, %d patches)", out.Mark, p.patches)
 	}
 }

@@ -40,6 +40,7 @@ type Evicted struct {
 // reported, not retried: the port logs it and puts it on a backoff of its
 // own.
 func (x *Executor) Evict(ctx context.Context, p EvictPort, node *corev1.Node, pods []corev1.Pod, s policy.Settings, now time.Time) (Evicted, error) {
+	x.see(ctx, p)
 	out := Evicted{Evictions: x.model.Evictions(node, pods, s.PodEvictionTimeout, now)}
 	log := logr.FromContextOrDiscard(ctx)
 	if out.Why != "" && out.Held > 0 {
@@ -51,6 +52,7 @@ func (x *Executor) Evict(ctx context.Context, p EvictPort, node *corev1.Node, po
 		if err != nil {
 			return out, err
 		}
+		x.see(ctx, p)
 		if x.model.Back(live, lease, s.Grace.Monitor, p.Now()) {
 			out.Back = true
 			out.Held += len(due) - len(out.Despite)

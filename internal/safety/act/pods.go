@@ -27,6 +27,7 @@ type PodPort interface {
 // pods' traffic, nor fight its kubelet. grace is the node's grace period.
 func (x *Executor) MarkPods(ctx context.Context, p PodPort, node *corev1.Node, pods []corev1.Pod, grace time.Duration) error {
 	log := logr.FromContextOrDiscard(ctx)
+	x.see(ctx, p)
 	if !x.model.MarksPods(node) {
 		log.V(1).Info("Node back, or its pods' marking held, since its look; not marking them NotReady")
 		return nil
@@ -41,6 +42,7 @@ func (x *Executor) MarkPods(ctx context.Context, p PodPort, node *corev1.Node, p
 		if err != nil {
 			return err
 		}
+		x.see(ctx, p)
 		if !x.model.Silent(live, lease, grace, p.Now()) {
 			log.V(1).Info("Node is back, read live; not marking its pods NotReady")
 			return nil

@@ -42,6 +42,8 @@ type controller struct {
 	resynced time.Time
 	// obs records what the controller did, for the checks.
 	obs *observer
+	// ended are the outages that ended, not taken by the executor yet.
+	ended []disruption.Span
 	// started is when the process started.
 	started time.Time
 	// evicting is true for the nodes whose NoExecute taints the evictions'
@@ -71,7 +73,7 @@ func newController(w *world, obs *observer, unled time.Time) *controller {
 		failures: map[string]int{}, evicting: map[string]bool{}}
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
 	// One pod at a time: the simulation stays deterministic.
-	c.exec = act.New(c.model, 1)
+	c.exec = act.New(c.model, 1, sight{c})
 	c.model.SetPool("p", ptrTo(w.pool()), w.now)
 	// A new process lists everything before it judges anything.
 	for name, node := range w.nodes {

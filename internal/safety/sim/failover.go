@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"time"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 )
 
 // controllers holds the leader, and the phantom of the last one to die.
@@ -32,15 +34,16 @@ func (cs *controllers) policyChanged() {
 	}
 }
 
-// outageEnded excuses the outage from every node's silence, as the
-// controller does once it reaches the apiserver again.
+// outageEnded tells every controller of the outage, as the reconcilers'
+// sight.Monitor does once the apiserver answers again: each executor
+// excuses it before it next decides.
 func (cs *controllers) outageEnded(from, to time.Time) {
 	for _, c := range []*controller{cs.leader, cs.old} {
 		if c != nil {
-			c.exec.Excuse(from, to, c.w.now)
+			c.ended = append(c.ended, disruption.Span{From: from, To: to})
 		}
 	}
-	// The leader keeps it in the cluster at once.
+	// The leader's resync keeps it in the cluster at once.
 	cs.leader.exec.KeepFreeze(context.Background(), port{cs.leader})
 }
 

@@ -35,8 +35,17 @@ func (p port) Now() time.Time { return p.c.w.now }
 // Stamp returns the world's time: the simulated apiserver's clock is the controller's.
 func (p port) Stamp() time.Time { return p.c.w.now }
 
-// Blind reports whether the apiserver is down.
-func (p port) Blind() bool { return p.c.w.down }
+// sight tells the controller's executor whether the apiserver is down, and
+// of the outages that ended, as the reconcilers' sight.Monitor does.
+type sight struct{ c *controller }
+
+// Take reports whether the apiserver is down, and takes the outages that
+// ended since the last Take.
+func (s sight) Take() (bool, []disruption.Span) {
+	ended := s.c.ended
+	s.c.ended = nil
+	return s.c.w.down, ended
+}
 
 // Live reads the node and its Lease from the world, unless the apiserver is down.
 func (p port) Live(_ context.Context, name string) (*corev1.Node, *coordinationv1.Lease, error) {
