@@ -13,7 +13,7 @@ import (
 // a taint turns out not to have been written; the Limiter can only cancel a
 // reservation whose time has not yet come, and then gives back less when
 // tokens were taken after it. And the guard's callers read their clock before
-// taking its lock, so times may arrive slightly out of order: the bucket
+// taking the model's lock, so times may arrive slightly out of order: the bucket
 // ignores a time earlier than the last, where the Limiter moves its clock
 // back to it and counts the time since twice.
 type Bucket struct {

@@ -17,7 +17,7 @@
 //     (cluster.go): the freeze with the silences it counts, the halt while
 //     every zone is down, and the wait after start.
 //
-// Guard (guard.go, taint.go, view.go) composes them behind one lock into the
-// per-cluster state the controllers consult, and reports what each call
-// changed.
+// Guard (guard.go, taint.go, view.go) composes them into the per-cluster
+// state the safety model consults, under the model's lock, and reports what
+// each call changed.
 package disruption

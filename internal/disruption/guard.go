@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -87,10 +86,10 @@ func (c Change) Empty() bool {
 
 // Guard is the cluster-wide disruption state: zone counts and states, the
 // per-zone NoExecute tainting queues, the pools' holds, the all-zones halt
-// and the partition freeze. It is safe for concurrent use: it holds the one
-// lock, and its parts, which know nothing of each other, hold the state.
+// and the partition freeze, held by its parts, which know nothing of each
+// other. It is not safe for concurrent use: its one owner, the safety
+// model, makes every call under its own lock (safety.Model).
 type Guard struct {
-	mu      sync.Mutex
 	census  census
 	queues  queues
 	pools   pools
@@ -109,8 +108,6 @@ func NewGuard(cfg Config) *Guard {
 
 // Update records a node's status.
 func (g *Guard) Update(name string, st NodeStatus, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var c Change
 	if !g.record(name, st, &c) {
 		return Change{}
@@ -130,8 +127,6 @@ func (g *Guard) Update(name string, st NodeStatus, now time.Time) Change {
 // passed: a new leader must not taint or evict the nodes the old one marked
 // before it knows whether the others are silent too.
 func (g *Guard) Seed(nodes map[string]NodeStatus, kept *Record, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var c Change
 	for name, st := range nodes {
 		g.record(name, st, &c)
@@ -146,8 +141,6 @@ func (g *Guard) Seed(nodes map[string]NodeStatus, kept *Record, now time.Time) C
 // FreezeRecord returns the partition freeze as the cluster should keep it,
 // and whether one holds.
 func (g *Guard) FreezeRecord() (Record, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.cluster.freeze.Record()
 }
 
@@ -155,8 +148,6 @@ func (g *Guard) FreezeRecord() (Record, bool) {
 // apiserver out of the controller's reach, or no leader watching): the
 // partition freeze's window does not count it.
 func (g *Guard) Excuse(from, to, now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.cluster.freeze.Excuse(from, to, now)
 }
 
@@ -165,8 +156,6 @@ func (g *Guard) Excuse(from, to, now time.Time) {
 // cools down, and the wait after start does not end; once it answers, a
 // cooldown under way starts again.
 func (g *Guard) SetBlind(blind bool, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var c Change
 	c.Cooldown = g.cluster.setBlind(blind, now)
 	return c
@@ -176,15 +165,11 @@ func (g *Guard) SetBlind(blind bool, now time.Time) Change {
 // time no leader watched) that still bear on the partition freeze's
 // window, for the cluster to keep.
 func (g *Guard) Excused(now time.Time) []Span {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.cluster.freeze.Excused(now)
 }
 
 // Seeded reports whether Seed has run.
 func (g *Guard) Seeded() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.cluster.seeded
 }
 
@@ -215,8 +200,6 @@ func (g *Guard) record(name string, st NodeStatus, c *Change) bool {
 
 // Remove forgets a deleted node.
 func (g *Guard) Remove(name string, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var c Change
 	old, known := g.census.remove(name, &c)
 	if !known {
@@ -244,8 +227,6 @@ func (g *Guard) Tick(fading []string, decided int, now time.Time) Change {
 // by its own grace, the freeze judges every node on one clock, so that a
 // partition that cuts pools of different graces at once is seen at once.
 func (g *Guard) TickSooner(fading, sooner []string, decided int, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	byPool, n := g.census.fadingByPool(fading)
 	if len(sooner) > 0 {
 		_, more := g.census.fadingByPool(sooner)
@@ -271,8 +252,6 @@ func (g *Guard) TickSooner(fading, sooner []string, decided int, now time.Time) 
 // nodes then follow the guard's Config until they are updated into another
 // pool.
 func (g *Guard) SetPool(name string, p *Pool, now time.Time) Change {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.pools.set(name, p)
 	var c Change
 	// Every zone with counted nodes has a queue, and so do the zones

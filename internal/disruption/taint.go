@@ -33,8 +33,6 @@ const (
 // from the zone's bucket. When the answer is no, wait says when to ask again,
 // or is negative when only a change of state can help.
 func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Duration, why string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if why := g.hold(name); why != "" {
 		return false, -1, why
 	}
@@ -61,8 +59,6 @@ func (g *Guard) TakeTaint(name string, now time.Time) (ok bool, wait time.Durati
 // asks again. It returns the nodes waiting in the zone, which should ask
 // again now: they were told to wait for a turn the node no longer takes.
 func (g *Guard) ReturnTaint(name string) (waiting []string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	st, _ := g.census.node(name)
 	q := g.queues[zoneOf(st)]
 	if q == nil {
@@ -74,8 +70,6 @@ func (g *Guard) ReturnTaint(name string) (waiting []string) {
 // CancelTaint takes a node out of its zone's queue: it no longer needs the
 // taint.
 func (g *Guard) CancelTaint(name string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	st, _ := g.census.node(name)
 	g.queues.leave(zoneOf(st), name)
 }
@@ -102,8 +96,6 @@ func (g *Guard) PodMarkingAllowedFor(name string) (bool, string) {
 // every zone being down and maintenance hold, or only marks pods NotReady,
 // which they do not.
 func (g *Guard) allowedFor(name string, evicting bool) (bool, string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	why := g.cluster.hold()
 	if why == "" || why == HeldHalted && !evicting {
 		why = g.poolHold(name)
@@ -123,8 +115,6 @@ func (g *Guard) allowedFor(name string, evicting bool) (bool, string) {
 // again at its zone's rate, and its pods' countdowns start from then. The
 // wait after start is not a hold: it takes no taint off.
 func (g *Guard) Hold(name string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.hold(name)
 }
 
@@ -150,8 +140,6 @@ func (g *Guard) poolHold(name string) string {
 // its maintenance, whatever else holds it: out of every count, until a look
 // finds its grace over.
 func (g *Guard) InMaintenance(name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.maintenanceHold(name) != ""
 }
 
@@ -168,8 +156,6 @@ func (g *Guard) maintenanceHold(name string) string {
 // ends, or the node's turn behind the head of its zone's queue, which each
 // taint taken brings forward.
 func (g *Guard) Waiting(name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.cluster.deciding {
 		return true
 	}

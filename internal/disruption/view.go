@@ -7,8 +7,6 @@ import (
 
 // Silent reports whether the guard knows the node as one without heartbeats.
 func (g *Guard) Silent(name string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.cluster.isSilent(name)
 }
 
@@ -17,23 +15,17 @@ func (g *Guard) Silent(name string) bool {
 // when there are more of them), and how many nodes it judges: all but
 // those in maintenance.
 func (g *Guard) LostCount(now time.Time) (lost, total int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.cluster.lost(now), g.census.judged()
 }
 
 // Nodes returns the names of the nodes in the given zones, or of every node
 // when zones is empty.
 func (g *Guard) Nodes(zones ...ZoneID) []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.census.inZones(zones)
 }
 
 // PoolNodes returns the names of the nodes of the given pools.
 func (g *Guard) PoolNodes(pools ...string) []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	return g.census.inPools(pools)
 }
 
@@ -56,11 +48,8 @@ type Snapshot struct {
 	Deciding bool
 }
 
-// Snapshot returns the guard's state at one moment, taken under one lock so
-// that its parts agree.
+// Snapshot returns the guard's state at one moment, its parts agreeing.
 func (g *Guard) Snapshot() Snapshot {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	frozen, since := g.cluster.freeze.Frozen()
 	return Snapshot{
 		Zones:       g.census.snapshot(),

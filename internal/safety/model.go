@@ -16,9 +16,10 @@ import (
 )
 
 // Model owns the safety state of the node lifecycle controller and decides
-// what each look at a node calls for. It is safe for concurrent use: its
-// parts hold their own locks, and a look reads and updates them in an order
-// that leaves each consistent.
+// what each look at a node calls for. It is safe for concurrent use: every
+// decision is made under one lock (turn), which the guard relies on alone;
+// the tracker keeps a lock of its own for the heartbeats the informers
+// record without a decision.
 type Model struct {
 	// tracker remembers the heartbeats heard; the informers' handlers
 	// record renewals in it (HeardLease, HeardNode), the cheap path of a
@@ -167,7 +168,11 @@ func nextOf(deadline, retry time.Time) Next {
 }
 
 // Seeded reports whether Seed has run.
-func (m *Model) Seeded() bool { return m.guard.Seeded() }
+func (m *Model) Seeded() bool {
+	m.turn.Lock()
+	defer m.turn.Unlock()
+	return m.guard.Seeded()
+}
 
 // Look decides what a look at a node calls for, and records what it learnt.
 func (m *Model) Look(in Input) Decision {

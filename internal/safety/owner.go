@@ -57,15 +57,25 @@ func (m *Model) takePending() disruption.Change {
 
 // Snapshot returns the disruption state at one moment: the zones, the
 // pools' holds, the halt and the freeze.
-func (m *Model) Snapshot() disruption.Snapshot { return m.guard.Snapshot() }
+func (m *Model) Snapshot() disruption.Snapshot {
+	m.turn.Lock()
+	defer m.turn.Unlock()
+	return m.guard.Snapshot()
+}
 
 // Hold says why the node's NoExecute taint and evictions are held, "" for
 // nothing.
-func (m *Model) Hold(name string) string { return m.guard.Hold(name) }
+func (m *Model) Hold(name string) string {
+	m.turn.Lock()
+	defer m.turn.Unlock()
+	return m.guard.Hold(name)
+}
 
 // DestructiveAllowedFor reports whether the node's pods may be evicted for
 // its failure now, and if not, why.
 func (m *Model) DestructiveAllowedFor(name string) (bool, string) {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	why := m.evictionHold(name)
 	return why == "", why
 }

@@ -59,6 +59,8 @@ type Kept struct {
 // node (the outages excused, the time before this process took over), as
 // the cluster should keep them, on the apiserver's clock.
 func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	spans := m.guard.Excused(now)
 	d := m.skewNow()
 	for i := range spans {
@@ -70,6 +72,8 @@ func (m *Model) UnwatchedSpans(now time.Time) []disruption.Span {
 // FreezeRecord returns the partition freeze as the cluster should keep it,
 // on the apiserver's clock, and whether one holds.
 func (m *Model) FreezeRecord() (disruption.Record, bool) {
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	r, ok := m.guard.FreezeRecord()
 	if !ok {
 		return r, false
