@@ -68,7 +68,7 @@ type Monitor struct {
 	// it, so no span is excused twice.
 	excusedTo time.Time
 	// ended holds the outages that ended and were not taken yet, oldest
-	// first; regained is signalled as each is added.
+	// first; regained is signaled as each is added.
 	ended    []Outage
 	regained chan struct{}
 }
