@@ -68,7 +68,7 @@ verify: manifests generate docs ## Check that generated code, manifests and refe
 	@untracked=$$(git ls-files --others --exclude-standard -- api config docs/reference); \
 	if [ -n "$$untracked" ]; then echo "make manifests generate docs wrote files that are not committed:"; echo "$$untracked"; exit 1; fi
 	go run ./hack/mdlinks $$(git ls-files '*.md')
-	go run ./hack/docmaps -doc docs/contributing.md internal/controllers/doc.go internal/controllers/nodehealth/doc.go
+	go run ./hack/docmaps -doc docs/contributing.md controllers/doc.go internal/controllers/nodehealth/doc.go
 	@binaries=$$(git diff --cached --numstat $$(git hash-object -t tree /dev/null) | awk -F'\t' '$$1 == "-" { print $$3 }'); \
 	if [ -n "$$binaries" ]; then echo "Binary files are tracked; build them into bin/ instead:"; echo "$$binaries"; exit 1; fi
 

@@ -57,14 +57,14 @@ func (h HealthChecks) All() map[string]healthz.Checker {
 	return all
 }
 
-// manager is a controller-runtime manager with its health checks.
-type manager struct {
+// checkedManager is a controller-runtime manager with its health checks.
+type checkedManager struct {
 	ctrl.Manager
 	checks HealthChecks
 }
 
 // HealthChecks implements Manager.
-func (m *manager) HealthChecks() HealthChecks { return m.checks }
+func (m *checkedManager) HealthChecks() HealthChecks { return m.checks }
 
 // withHealthChecks returns mgr with its health checks, added to mgr as
 // well. gate is the leader election's, nil without leader election.
@@ -88,7 +88,7 @@ func withHealthChecks(mgr ctrl.Manager, gate *leadergate.Gate, clk clock.Passive
 			return nil, fmt.Errorf("add readiness check %s: %w", name, err)
 		}
 	}
-	return &manager{Manager: mgr, checks: HealthChecks{Live: live, Ready: ready}}, nil
+	return &checkedManager{Manager: mgr, checks: HealthChecks{Live: live, Ready: ready}}, nil
 }
 
 // leaseCheck fails once the process has been elected and its Lease has

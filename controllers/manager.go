@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	internal "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/leadergate"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/owners"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/syncinformer"
@@ -180,7 +179,7 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 		return nil, fmt.Errorf("controllers: %w", err)
 	}
 	clk := tickerOf(opts)
-	s := internal.NewSight(clk)
+	s := newAPIServer(clk)
 	cfg = rest.CopyConfig(cfg)
 	s.Wrap(cfg)
 	var events *electionEvents
@@ -202,7 +201,7 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 	if events != nil {
 		events.setManager(mgr)
 	}
-	if err := internal.Setup(mgr, opts, s); err != nil {
+	if err := setup(mgr, opts, s); err != nil {
 		return nil, err
 	}
 	if err := s.AddProbe(mgr, cfg, mgr.GetHTTPClient(), clk, opts.NodeMonitorPeriod); err != nil {
@@ -224,7 +223,7 @@ func unthrottledClient(newClient client.NewClientFunc) client.NewClientFunc {
 		newClient = client.New
 	}
 	return func(cfg *rest.Config, o client.Options) (client.Client, error) {
-		return newClient(internal.Unlimited(cfg), o)
+		return newClient(unlimited(cfg), o)
 	}
 }
 
@@ -251,14 +250,14 @@ func SetupWithManager(mgr ctrl.Manager, opts options.Options) error {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	clk := tickerOf(opts)
-	s := internal.NewSight(clk)
+	s := newAPIServer(clk)
 	cfg := rest.CopyConfig(mgr.GetConfig())
 	s.Wrap(cfg)
 	probe, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("apiserver probe client: %w", err)
 	}
-	if err := internal.Setup(mgr, opts, s); err != nil {
+	if err := setup(mgr, opts, s); err != nil {
 		return err
 	}
 	return s.AddProbe(mgr, cfg, probe, clk, opts.NodeMonitorPeriod)

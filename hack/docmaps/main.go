@@ -8,7 +8,7 @@
 // internal/, controllers/ and pkg/. make verify runs it from the repository's
 // root:
 //
-//	go run ./hack/docmaps -doc docs/contributing.md internal/controllers/doc.go ...
+//	go run ./hack/docmaps -doc docs/contributing.md controllers/doc.go ...
 package main
 
 import (

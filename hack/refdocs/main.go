@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/buildinfo"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/nodehealth"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers/podeviction"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"

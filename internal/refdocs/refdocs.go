@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/cmdline"
-	"github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 )
 
 // generated opens every page: it is not to be edited by hand.

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/controllers"
-	internalctrl "github.com/nodelifecycle/node-lifecycle-controller/internal/controllers"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/shadow"
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/fleet"
@@ -210,7 +209,7 @@ func (s *sideBySide) expectNothingWritten(userAgent string) {
 	events := &corev1.EventList{}
 	Expect(s.k8s.List(ctx, events)).To(Succeed())
 	for _, e := range events.Items {
-		if e.Source.Component == internalctrl.DryRunEventSource || e.ReportingController == internalctrl.DryRunEventSource {
+		if e.Source.Component == controllers.DryRunEventSource || e.ReportingController == controllers.DryRunEventSource {
 			Expect(e.InvolvedObject.Kind).To(Equal("ConfigMap"), "a dry-run event on %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name)
 		}
 	}

@@ -22,7 +22,7 @@ func TestEnsureLeaseNamespaceCreatesItOnce(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 	for range 2 {
-		if err := EnsureLeaseNamespace(ctx, c, c); err != nil {
+		if err := ensureLeaseNamespace(ctx, c, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,8 +71,8 @@ func TestEnsureLeaseNamespaceRetries(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			cl, gets := failingNamespaceGets(2, c.err)
-			if err := EnsureLeaseNamespace(ctx, cl, cl); err != nil {
-				t.Fatalf("EnsureLeaseNamespace: %v", err)
+			if err := ensureLeaseNamespace(ctx, cl, cl); err != nil {
+				t.Fatalf("ensureLeaseNamespace: %v", err)
 			}
 			if got := gets.Load(); got != 3 {
 				t.Errorf("namespace read %d times, want 3 (two failures, then success)", got)
@@ -90,7 +90,7 @@ func TestEnsureLeaseNamespaceRetries(t *testing.T) {
 func TestEnsureLeaseNamespaceFailsOnAPermanentError(t *testing.T) {
 	bad := apierrors.NewBadRequest("no")
 	cl, gets := failingNamespaceGets(1000, bad)
-	err := EnsureLeaseNamespace(context.Background(), cl, cl)
+	err := ensureLeaseNamespace(context.Background(), cl, cl)
 	if !errors.Is(err, bad) {
 		t.Fatalf("err = %v, want %v", err, bad)
 	}
@@ -106,7 +106,7 @@ func TestEnsureLeaseNamespaceStopsWithItsContext(t *testing.T) {
 	cl, _ := failingNamespaceGets(1000, down)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err := EnsureLeaseNamespace(ctx, cl, cl)
+	err := ensureLeaseNamespace(ctx, cl, cl)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, down) {
 		t.Fatalf("err = %v, want the context's end and the last failure", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/transient"
 )
 
-// EnsureLeaseNamespace creates kube-node-lease when it is missing. The
+// ensureLeaseNamespace creates kube-node-lease when it is missing. The
 // apiserver normally creates it; a control plane that does not leaves the
 // kubelets nowhere to write their Leases.
 //
@@ -27,7 +27,7 @@ import (
 // the controller runs, and the controller needs the namespace only for the
 // kubelets, so stopping would take node health down for a missing grant. A
 // request the apiserver rejects for any other reason fails at once.
-func EnsureLeaseNamespace(ctx context.Context, r client.Reader, w client.Writer) error {
+func ensureLeaseNamespace(ctx context.Context, r client.Reader, w client.Writer) error {
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", corev1.NamespaceNodeLease)
 	ensure := func(ctx context.Context) error {
 		ns := &corev1.Namespace{}

@@ -29,11 +29,11 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/pkg/options"
 )
 
-// Sight is what the controllers learn from the apiserver's answers beyond
-// their content: when it could not be reached (an outage, which counts
-// against no node's silence) and its clock (which eviction deadlines are
-// measured on).
-type Sight struct {
+// apiserver is what the controllers learn from the apiserver's answers
+// beyond their content: when it could not be reached (an outage, which
+// counts against no node's silence) and its clock (which eviction deadlines
+// are measured on).
+type apiserver struct {
 	Outages *sight.Monitor
 	Clock   *apiclock.Clock
 	// Takeover, when set, tells the span from the last renewal of the
@@ -46,25 +46,25 @@ type Sight struct {
 	}
 }
 
-// NewSight returns a Sight whose outages are timed on clk. The apiserver's
+// newAPIServer returns an apiserver whose outages are timed on clk. The apiserver's
 // clock advances by this process's monotonic clock, never by a clock a test
 // or a step of the host's could move.
-func NewSight(clk clock.PassiveClock) Sight {
-	return Sight{Outages: sight.New(clk), Clock: apiclock.New(clock.RealClock{})}
+func newAPIServer(clk clock.PassiveClock) apiserver {
+	return apiserver{Outages: sight.New(clk), Clock: apiclock.New(clock.RealClock{})}
 }
 
-// Wrap has the Sight watch every request sent with cfg.
-func (s Sight) Wrap(cfg *rest.Config) {
+// Wrap has s watch every request sent with cfg.
+func (s apiserver) Wrap(cfg *rest.Config) {
 	cfg.Wrap(s.Outages.Wrap)
 	cfg.Wrap(s.Clock.Wrap)
 }
 
 // AddProbe adds to mgr a probe of the /readyz of the apiserver cfg names,
-// sent with c (a client whose transport the Sight wraps) at once and then
+// sent with c (a client whose transport s wraps) at once and then
 // every period. A hung apiserver fails no request of the controllers; the
 // probe's, given up after a period, notices it. Its answers also keep the
 // apiserver's clock known when nothing else is sent.
-func (s Sight) AddProbe(mgr ctrl.Manager, cfg *rest.Config, c *http.Client, clk clock.WithTicker, period time.Duration) error {
+func (s apiserver) AddProbe(mgr ctrl.Manager, cfg *rest.Config, c *http.Client, clk clock.WithTicker, period time.Duration) error {
 	server, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
 		return fmt.Errorf("apiserver URL: %w", err)
@@ -78,10 +78,10 @@ func (s Sight) AddProbe(mgr ctrl.Manager, cfg *rest.Config, c *http.Client, clk 
 	return nil
 }
 
-// Setup adds the node lifecycle controllers to mgr with opts, which must be
+// setup adds the node lifecycle controllers to mgr with opts, which must be
 // valid. s, when its parts are set, tells the controllers of outages and of
 // the apiserver's clock.
-func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
+func setup(mgr ctrl.Manager, opts options.Options, s apiserver) error {
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -91,7 +91,7 @@ func Setup(mgr ctrl.Manager, opts options.Options, s Sight) error {
 		if opts.DryRun {
 			return nil
 		}
-		return EnsureLeaseNamespace(ctx, mgr.GetAPIReader(), mgr.GetClient())
+		return ensureLeaseNamespace(ctx, mgr.GetAPIReader(), mgr.GetClient())
 	})); err != nil {
 		return fmt.Errorf("add lease namespace check: %w", err)
 	}

@@ -20,7 +20,7 @@ type emitted struct{ reason, eventType string }
 func TestEveryEventIsListed(t *testing.T) {
 	pkgs, err := packages.Load(&packages.Config{
 		Mode: packages.NeedName | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
-		Dir:  "../..",
+		Dir:  "..",
 	}, "./...")
 	if err != nil {
 		t.Fatalf("load the module's packages: %v", err)

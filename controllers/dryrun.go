@@ -77,18 +77,18 @@ func newWriters(mgr ctrl.Manager, opts options.Options, upstream *upstreamEvents
 // connection, without a client-side rate limit: the apiserver's priority
 // and fairness meters what it sends.
 func unthrottled(mgr ctrl.Manager) (client.Reader, error) {
-	c, err := client.New(Unlimited(mgr.GetConfig()), client.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := client.New(unlimited(mgr.GetConfig()), client.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("unthrottled client: %w", err)
 	}
 	return c, nil
 }
 
-// Unlimited returns a copy of cfg without a client-side rate limit, for the
+// unlimited returns a copy of cfg without a client-side rate limit, for the
 // clients whose workers bound what they send and whose requests the
 // apiserver's priority and fairness meters: the controllers' writes and
 // the live reads that confirm a silence.
-func Unlimited(cfg *rest.Config) *rest.Config {
+func unlimited(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	return cfg
