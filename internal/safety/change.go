@@ -51,10 +51,8 @@ func (m *Model) Affected(c disruption.Change, now time.Time) Change {
 	if c.Empty() {
 		return out
 	}
-	m.mu.Lock()
 	m.version++
 	out.Version, out.State = m.version, m.guard.Snapshot()
-	m.mu.Unlock()
 	if c.Freeze {
 		out.Lost, out.Total = m.guard.LostCount(now)
 	}

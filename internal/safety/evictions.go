@@ -107,8 +107,6 @@ func (m *Model) evictionHold(name string) string {
 func (m *Model) noExecuteTaints(node *corev1.Node, now time.Time) []corev1.Taint {
 	ready := health.ReadyCondition(node) != nil && health.ReadyCondition(node).Status == corev1.ConditionTrue
 	var out []corev1.Taint
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	seen := make(map[string]bool)
 	for _, t := range node.Spec.Taints {
 		if t.Effect != corev1.TaintEffectNoExecute || ready && eviction.IsLifecycleTaint(t.Key) {

@@ -20,9 +20,7 @@ func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace he
 	v := health.Judge(node, obs.LastHeartbeat, grace, now)
 	silent := !obs.Renewed && v.Expired
 	if silent {
-		m.mu.Lock()
 		m.confirmed[node.Name] = now
-		m.mu.Unlock()
 	}
 	return v, silent
 }
@@ -50,9 +48,9 @@ func (m *Model) marksPods(node *corev1.Node) bool {
 // within the last second, and nothing was heard of it since: a write that
 // follows needs no live read of its own.
 func (m *Model) Fresh(name string, now time.Time) bool {
-	m.mu.Lock()
+	m.turn.Lock()
 	at, ok := m.confirmed[name]
-	m.mu.Unlock()
+	m.turn.Unlock()
 	return ok && now.Sub(at) < freshFor && m.tracker.HeardAt(name).Before(at)
 }
 

@@ -37,10 +37,8 @@ type Model struct {
 	// another, whatever the workers that ask at once. Two looks cannot
 	// interleave between a node's count in its zone and its turn in the
 	// zone's queue. The heartbeats heard go to the tracker alone, without
-	// it: the cheap path of a healthy node.
+	// it: the cheap path of a healthy node. It guards the records below.
 	turn sync.Mutex
-	// mu guards the model's own records below.
-	mu sync.Mutex
 	// skew is how far the local clock runs ahead of the apiserver's, read
 	// once at Seed.
 	skew time.Duration

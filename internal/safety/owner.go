@@ -40,16 +40,12 @@ func (m *Model) SetPool(name string, p *disruption.Pool, now time.Time) {
 	m.turn.Lock()
 	defer m.turn.Unlock()
 	c := m.guard.SetPool(name, p, now)
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.pending = merge(m.pending, c)
 }
 
 // takePending returns what changed outside a look or tick since the last
 // one, and forgets it.
 func (m *Model) takePending() disruption.Change {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	c := m.pending
 	m.pending = disruption.Change{}
 	return c

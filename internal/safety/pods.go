@@ -23,8 +23,8 @@ type podEpisode struct {
 // silence: what sets it Ready again afterwards is not fought.
 func (m *Model) PodsToMark(node *corev1.Node, pods []corev1.Pod) []*corev1.Pod {
 	since := silenceOf(node)
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	e := m.pods[node.Name]
 	if e != nil && !e.since.Equal(since) {
 		e = nil
@@ -49,8 +49,8 @@ func (m *Model) PodsToMark(node *corev1.Node, pods []corev1.Pod) []*corev1.Pod {
 // current silence.
 func (m *Model) PodMarked(node *corev1.Node, uid types.UID) {
 	since := silenceOf(node)
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	e := m.pods[node.Name]
 	if e == nil || !e.since.Equal(since) {
 		e = &podEpisode{since: since, marked: make(map[types.UID]struct{})}
@@ -62,8 +62,6 @@ func (m *Model) PodMarked(node *corev1.Node, uid types.UID) {
 // endEpisode forgets the pods marked in a node's silence once it needs no
 // NoExecute taint.
 func (m *Model) endEpisode(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	delete(m.pods, name)
 }
 

@@ -39,7 +39,6 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 	m.turn.Lock()
 	defer m.turn.Unlock()
 	c := m.guard.Remove(name, now)
-	m.mu.Lock()
 	delete(m.pods, name)
 	delete(m.tainted, name)
 	delete(m.confirmed, name)
@@ -49,7 +48,6 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 			delete(m.untimed, key)
 		}
 	}
-	m.mu.Unlock()
 	uid, state, ok := m.tracker.Forget(name)
 	return c, Forgotten{Known: ok, UID: uid, State: state}
 }
@@ -67,8 +65,8 @@ type Forgotten struct {
 // with a lifecycle NoExecute taint. In a healthy cluster, a handful.
 func (m *Model) Candidates() []string {
 	names := m.tracker.NotHealthy()
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.turn.Lock()
+	defer m.turn.Unlock()
 	for name := range m.tainted {
 		if !slices.Contains(names, name) {
 			names = append(names, name)
@@ -109,8 +107,6 @@ func (m *Model) Stray(node *corev1.Node, s policy.Settings, now time.Time) bool 
 // seenTaint records whether the node carries a lifecycle NoExecute taint.
 func (m *Model) seenTaint(node *corev1.Node) {
 	has := lifecycleNoExecute(node) != nil
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if has {
 		m.tainted[node.Name] = struct{}{}
 	} else {

@@ -88,9 +88,7 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 	skew := m.skewNow()
 	w := maintenance.Of(node, s.MaintenanceGrace, skew)
 	if ready := health.ReadyCondition(node); !w.In() || ready != nil && ready.Status == corev1.ConditionTrue {
-		m.mu.Lock()
 		delete(m.graces, node.Name)
-		m.mu.Unlock()
 		return w, false
 	}
 	if started := countdownStarted(node); !started.IsZero() && !w.Until.IsZero() {
@@ -113,12 +111,10 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 		}
 	}
 	if !w.Until.IsZero() {
-		m.mu.Lock()
 		if g, ok := m.graces[node.Name]; ok && g.Since.Equal(w.Since) && g.Until.Before(w.Until) {
 			w.Until = g.Until
 		}
 		m.graces[node.Name] = MaintenanceGrace{Since: w.Since, Until: w.Until}
-		m.mu.Unlock()
 	}
 	return w, w.Holds(now)
 }

@@ -24,9 +24,7 @@ import (
 func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept Kept, now, apiNow time.Time) disruption.Change {
 	m.turn.Lock()
 	defer m.turn.Unlock()
-	m.mu.Lock()
 	m.skew = now.Sub(apiNow)
-	m.mu.Unlock()
 	freeze := kept.Freeze
 	if freeze != nil {
 		freeze = ptr.To(m.shiftRecord(*freeze, m.skewNow()))
@@ -95,8 +93,6 @@ func (m *Model) shiftRecord(r disruption.Record, d time.Duration) disruption.Rec
 
 // skewNow returns the skew read at Seed.
 func (m *Model) skewNow() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return m.skew
 }
 
