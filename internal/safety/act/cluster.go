@@ -35,9 +35,8 @@ type freezeKeeper struct {
 }
 
 // Changed carries out a change of the disruption state made outside a look
-// (a tick, the seed, a node's removal, a pool's new policy): it looks at
-// once at the nodes the change affects and keeps a new freeze in the
-// cluster. It returns the change, resolved, for the caller to tell.
+// (a tick, the seed, a node's removal): it looks at once at the nodes the
+// change affects and keeps a new freeze in the cluster. It returns the change, resolved, for the caller to tell.
 func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change) safety.Change {
 	if c.Empty() {
 		return safety.Change{}
@@ -51,12 +50,12 @@ func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change)
 
 // Resync is the safety net behind the wakes and the clock of the partition
 // freeze, run every period: it lets the freeze's window and cooldown
-// advance, keeps the freeze in the cluster if a write of it failed, looks
-// at once at the nodes whose deadline passed without a verdict, and at
-// every node the cache shows short of what the model wants of it (a node
-// that needs its NoExecute taint, lacks it, and is neither held nor waiting
-// its turn), whatever wakes were lost. It returns the tick's change and the
-// number of those stray nodes.
+// advance, keeps the freeze in the cluster if the cluster's copy is
+// behind, looks at once at the nodes whose deadline passed without a
+// verdict, and at every node the cache shows short of what the model wants
+// of it (a node that needs its NoExecute taint, lacks it, and is neither
+// held nor waiting its turn), whatever wakes were lost. It returns the
+// tick's change and the number of those stray nodes.
 func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int) {
 	blind := x.see(ctx, p)
 	now := p.Now()
