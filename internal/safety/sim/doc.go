@@ -13,7 +13,6 @@
 // pods whose deadline passed where the model allows, keeps the partition
 // freeze in the cluster, and looks at each node at the times the decisions
 // ask for, on heartbeats, on the guard's changes and at the safety resync.
-// Its only clock is the
-// sequence's, and its only randomness comes from the seed, so that a
-// failing sequence runs the same way every time.
+// Its only clock is the sequence's, and its only randomness comes from the
+// seed, so that a failing sequence runs the same way every time.
 package sim
