@@ -46,9 +46,9 @@ type apiserver struct {
 	}
 }
 
-// newAPIServer returns an apiserver whose outages are timed on clk. The apiserver's
-// clock advances by this process's monotonic clock, never by a clock a test
-// or a step of the host's could move.
+// newAPIServer returns an apiserver whose outages are timed on clk. The
+// apiserver's clock advances by this process's monotonic clock, never by a
+// clock a test or a step of the host's could move.
 func newAPIServer(clk clock.PassiveClock) apiserver {
 	return apiserver{Outages: sight.New(clk), Clock: apiclock.New(clock.RealClock{})}
 }
@@ -60,8 +60,8 @@ func (s apiserver) Wrap(cfg *rest.Config) {
 }
 
 // AddProbe adds to mgr a probe of the /readyz of the apiserver cfg names,
-// sent with c (a client whose transport s wraps) at once and then
-// every period. A hung apiserver fails no request of the controllers; the
+// sent with c (a client whose transport s wraps) at once and then every
+// period. A hung apiserver fails no request of the controllers; the
 // probe's, given up after a period, notices it. Its answers also keep the
 // apiserver's clock known when nothing else is sent.
 func (s apiserver) AddProbe(mgr ctrl.Manager, cfg *rest.Config, c *http.Client, clk clock.WithTicker, period time.Duration) error {
