@@ -74,8 +74,8 @@ type Monitor struct {
 }
 
 // maxEnded bounds the outages kept for Take: a process that is not the
-// leader takes none until it leads. The oldest go first: by then any node
-// silent since before them has long been marked.
+// leader takes none until it leads. The oldest go first: a node silent
+// since before them has long been marked by the leader of the time.
 const maxEnded = 256
 
 // New returns a Monitor that times outages on clk.
@@ -86,10 +86,10 @@ func New(clk clock.PassiveClock) *Monitor {
 // Take reports whether the apiserver is out of reach, as a probe that got
 // no answer confirmed, with no answer since to a request sent after the
 // outage began, and takes the outages that ended since the last Take, each
-// once, oldest first. An outage is there to take before the answer that ended it is
-// handed to its caller, and as soon as Take reports the apiserver reached:
-// whoever decides from what it reads after an outage takes the outage
-// first.
+// once, oldest first. An outage is there to take before the answer that
+// ended it is handed to its caller, and as soon as Take reports the
+// apiserver reached: whoever decides from what it reads after an outage
+// takes the outage first.
 func (m *Monitor) Take() (blind bool, ended []Outage) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
