@@ -54,12 +54,14 @@ func (m *Model) Fresh(name string, now time.Time) bool {
 	return ok && now.Sub(at) < freshFor && m.tracker.HeardAt(name).Before(at)
 }
 
-// heardLive reports whether the node's Lease, read live, or what the
-// controller heard before, shows a heartbeat within its grace: the node is
-// alive, whatever the cache says of it, and nothing is to be evicted from it
-// for its silence. The pods of a
-// node that came back while the watch lagged are not evicted in the moment
-// before its heartbeats arrive. A node not looked at yet is not judged here.
+// heardLive records what a live read shows of a tracked node, as every
+// live read is heard: a heartbeat it shows is dated from the read, as one
+// the watch delivers is from its delivery, whichever comes first. It reports
+// whether the node was heard within its grace: it is alive, whatever the
+// cache says of it, and nothing is to be evicted from it for its silence.
+// The pods of a node that came back while the watch lagged are not evicted
+// in the moment before its heartbeats arrive. A node not looked at yet is
+// not judged here.
 func (m *Model) heardLive(node *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
 	if !m.tracker.Tracked(node.Name, node.UID) {
 		return false
@@ -77,16 +79,15 @@ func (m *Model) heardLive(node *corev1.Node, lease *coordinationv1.Lease, grace 
 func (m *Model) Back(live *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
 	m.turn.Lock()
 	defer m.turn.Unlock()
+	heard := m.heardLive(live, lease, grace, now)
 	ready := health.ReadyCondition(live)
 	switch {
 	case ready == nil:
 		return false
 	case ready.Status == corev1.ConditionTrue:
 		return true
-	case ready.Status == corev1.ConditionUnknown:
-		return m.heardLive(live, lease, grace, now)
 	default:
-		return false
+		return ready.Status == corev1.ConditionUnknown && heard
 	}
 }
 
@@ -97,6 +98,7 @@ func (m *Model) Back(live *corev1.Node, lease *coordinationv1.Lease, grace time.
 func (m *Model) Silent(live *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) bool {
 	m.turn.Lock()
 	defer m.turn.Unlock()
+	heard := m.heardLive(live, lease, grace, now)
 	ready := health.ReadyCondition(live)
-	return ready != nil && ready.Status == corev1.ConditionUnknown && !m.heardLive(live, lease, grace, now)
+	return ready != nil && ready.Status == corev1.ConditionUnknown && !heard
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,6 +139,36 @@ func TestPodsAreMarkedOnlyOnSilentNodes(t *testing.T) {
 	}
 	if got := m.PodsToMark(node("b", corev1.ConditionUnknown, marked.Add(time.Minute)), pods); len(got) != 2 {
 		t.Fatalf("pods to mark in a new silence = %d, want both", len(got))
+	}
+}
+
+// Every live read is heard, whatever the node's Ready status and whichever
+// check reads it: a heartbeat it shows dates the node's silence from the
+// read, and the watch event that brings the same heartbeat later changes
+// nothing.
+func TestEveryLiveReadIsHeard(t *testing.T) {
+	m := newModel()
+	seed(t, m, node("a", corev1.ConditionTrue, t0), node("b", corev1.ConditionFalse, t0), node("c", corev1.ConditionUnknown, t0))
+	read := alive.Add(30 * time.Second)
+	back := func(n *corev1.Node, l *coordinationv1.Lease) { m.Back(n, l, settings.Grace.Monitor, read) }
+	silent := func(n *corev1.Node, l *coordinationv1.Lease) { m.Silent(n, l, settings.Grace.Monitor, read) }
+	for _, tc := range []struct {
+		name  string
+		ready corev1.ConditionStatus
+		check func(*corev1.Node, *coordinationv1.Lease)
+	}{
+		{"a", corev1.ConditionTrue, back},
+		{"b", corev1.ConditionFalse, silent},
+		{"c", corev1.ConditionUnknown, back},
+	} {
+		lease := testobj.Lease(tc.name, tc.name, alive.Add(25*time.Second))
+		tc.check(node(tc.name, tc.ready, t0), lease)
+		if got := m.tracker.HeardAt(tc.name); !got.Equal(read) {
+			t.Errorf("%s (Ready %s): heard at %v after a live read at %v", tc.name, tc.ready, got, read)
+		}
+		if m.tracker.HeardLease(tc.name, lease, read.Add(10*time.Second)).Heartbeat() {
+			t.Errorf("%s: the watch's late copy of the Lease read live counted as a heartbeat", tc.name)
+		}
 	}
 }
 

@@ -231,7 +231,7 @@ func (o *observer) lookLostSince(name string, since time.Time) bool {
 // least the freeze's threshold of the judged nodes (and three) are dead,
 // and their last heartbeats reached the apiserver within one window of each
 // other. The leader must hold the freeze from a grace and two monitor
-// periods after the last of them, as a lagging watch delivered it, or after
+// periods after the last of them, as the leader first saw it, or after
 // what kept it from seeing them fade: its start, the end of an outage, the
 // end of every zone being down.
 func (o *observer) partition(cs *controllers) {
@@ -267,8 +267,8 @@ func (o *observer) partition(cs *controllers) {
 		}
 	}
 	// A node's silence shows from its last heartbeat that reached the
-	// apiserver (none lands in an outage), as the controller hears it: a
-	// lagging watch delivers it late.
+	// apiserver (none lands in an outage), as the leader first saw it: a
+	// lagging watch delivers it late, unless a live read showed it sooner.
 	seen := func(k *kubelet) time.Time { return health.Later(k.landed, k.delivered) }
 	slices.SortFunc(deaths, func(a, b *kubelet) int { return seen(a).Compare(seen(b)) })
 	need := max(3, int(math.Ceil(w.cfg.FreezeThreshold*float64(judged))))

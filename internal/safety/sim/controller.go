@@ -145,15 +145,24 @@ func (c *controller) hear(nodesChanged, leasesRenewed []string) {
 			c.wakeNow(d.node.Name)
 		case d.lease != nil:
 			c.leases[d.lease.Name] = d.lease
-			if k := c.w.kubelet(d.lease.Name); !c.phantom && k != nil {
-				k.delivered = now
-			}
+			c.saw(d.lease)
 			if c.model.HeardLease(d.lease.Name, d.lease, now) == health.NeedsLook {
 				c.wakeNow(d.lease.Name)
 			}
 		}
 	}
 	c.delivery = c.delivery[n:]
+}
+
+// saw records, for the ground truth, when the leader first saw a Lease
+// renewal, whether its watch delivered it or a live read showed it: from
+// then on the leader dates the node's silence from it.
+func (c *controller) saw(lease *coordinationv1.Lease) {
+	k := c.w.kubelet(lease.Name)
+	if c.phantom || k == nil || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(k.seenRenewal) {
+		return
+	}
+	k.delivered, k.seenRenewal = c.w.now, lease.Spec.RenewTime.Time
 }
 
 func rv(node *corev1.Node) int {

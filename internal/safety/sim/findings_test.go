@@ -615,3 +615,33 @@ func TestFoundANewLeaderEndsAMaintenanceHoldAfterItsOwnGrace(t *testing.T) {
 		{At: s(145), Kind: LoseWake, Node: 4},
 	})
 }
+
+// Found by the random sequences (seed 50106277): a node whose watch lags
+// behind its last heartbeat is looked at when its grace, counted from the
+// heartbeat before, runs out; the live read shows the late one, and the
+// controller dates the node's silence from that read, not from the watch
+// event that brings the same heartbeat half a minute later. The node died
+// 50 seconds before the partition's nodes, and the leader rightly left it
+// out of their window; the checker, which dated it from the watch alone,
+// asked for a freeze once node 5 came back. A heartbeat now shows to the
+// checker from when the leader first saw it, by its watch or a live read.
+func TestFoundALaggedHeartbeatReadLiveIsDatedFromTheRead(t *testing.T) {
+	expectHolds(t, ConfigFor(50106277), Sequence{
+		{At: s(30), Kind: Lag, Node: 1, For: s(30)},
+		{At: s(32), Kind: Kill, Node: 1},
+		{At: s(84), Kind: Partition, Nodes: nodes(2, 6)},
+		{At: s(178), Kind: NotReady, Node: 5},
+	})
+}
+
+// The neighbour of the case above: a lagged heartbeat the watch delivers
+// before any look reads it is dated from its delivery, and the node joins
+// the nodes that go silent within a grace of that, though its last
+// heartbeat landed longer ago: the leader must freeze.
+func TestFoundALaggedHeartbeatJoinsThePartitionItWasHeardWith(t *testing.T) {
+	expectHolds(t, ConfigFor(50106277), Sequence{
+		{At: s(30), Kind: Lag, Node: 1, For: s(10)},
+		{At: s(32), Kind: Kill, Node: 1},
+		{At: s(56), Kind: Partition, Nodes: nodes(2, 5)},
+	})
+}

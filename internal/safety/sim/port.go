@@ -52,7 +52,9 @@ func (p port) Live(_ context.Context, name string) (*corev1.Node, *coordinationv
 	if p.c.w.down {
 		return nil, nil, errDown
 	}
-	return p.c.w.nodes[name].DeepCopy(), p.c.w.leases[name].DeepCopy(), nil
+	lease := p.c.w.leases[name].DeepCopy()
+	p.c.saw(lease)
+	return p.c.w.nodes[name].DeepCopy(), lease, nil
 }
 
 // Lease reads the node's Lease from the world, unless the apiserver is down.
@@ -60,7 +62,9 @@ func (p port) Lease(_ context.Context, name string) (*coordinationv1.Lease, erro
 	if p.c.w.down {
 		return nil, errDown
 	}
-	return p.c.w.leases[name].DeepCopy(), nil
+	lease := p.c.w.leases[name].DeepCopy()
+	p.c.saw(lease)
+	return lease, nil
 }
 
 // PatchStatus writes the node's mark, unless writes are refused or the node changed since base.

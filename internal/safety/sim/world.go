@@ -114,8 +114,9 @@ type kubelet struct {
 	// maintenanceEnded is when its maintenance condition was last cleared
 	// in the cluster.
 	maintenanceEnded time.Time
-	// delivered is when the leader's watch last delivered its Lease.
-	delivered time.Time
+	// delivered is when the leader first saw its newest Lease, renewed at
+	// seenRenewal: delivered by its watch, or read live.
+	delivered, seenRenewal time.Time
 	// lagUntil and lag delay the node's watch events to the controller.
 	lagUntil time.Time
 	lag      time.Duration
