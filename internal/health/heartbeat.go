@@ -72,6 +72,12 @@ func (p *Pulse) setLease(lease *coordinationv1.Lease) {
 	}
 }
 
+// withLeaseOf returns p with q's Lease part.
+func (p Pulse) withLeaseOf(q Pulse) Pulse {
+	q.ReadyHeartbeatNanos, q.ReadyUnknown = p.ReadyHeartbeatNanos, p.ReadyUnknown
+	return q
+}
+
 // LeaseChanged reports whether the Lease part of two pulses differs. A Lease
 // that appears counts; one that disappears does not, since a deleted Lease is
 // not a sign of life.

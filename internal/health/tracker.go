@@ -40,6 +40,10 @@ type entry struct {
 	// since the controller started watching it. Unlike lastHeartbeat,
 	// neither an excused outage nor a refresh moves it.
 	heardAt time.Time
+	// leaseAhead and statusAhead are true while that part of the pulse
+	// came from a live read the watch has not caught up with: the cache's
+	// copies until then are older, and no heartbeat (unstale).
+	leaseAhead, statusAhead bool
 	// datedByMark is true, until a heartbeat is heard, for a node already
 	// marked when first observed: its silence began before this process,
 	// and is dated by its mark (the freeze's count of silences), not taken
@@ -64,11 +68,25 @@ func NewTracker() *Tracker {
 	return &Tracker{nodes: make(map[string]*entry)}
 }
 
-// Observe records the pulse of a node seen at now. A pulse that differs from
-// the last one, in its Lease or its Ready heartbeat, is a heartbeat timed at
-// now. Only change matters, never the order of timestamps, so a renewTime
-// that moves backwards still counts.
+// Observe records the pulse of a node seen at now in the cache. A pulse that
+// differs from the last one, in its Lease or its Ready heartbeat, is a
+// heartbeat timed at now. Change matters, not the order of timestamps, so a
+// renewTime that moves backwards still counts, but for one case: while the
+// watch has not caught up with a live read (ObserveLive), a copy whose
+// heartbeat is older than the one read live is a copy from before the read,
+// and no heartbeat.
 func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Observation {
+	return t.observe(name, uid, p, now, false)
+}
+
+// ObserveLive records the pulse of a node read live from the apiserver at
+// now, as Observe does; the watch may deliver the same heartbeat later, and
+// the copies before it, none of which is heard again.
+func (t *Tracker) ObserveLive(name string, uid types.UID, p Pulse, now time.Time) Observation {
+	return t.observe(name, uid, p, now, true)
+}
+
+func (t *Tracker) observe(name string, uid types.UID, p Pulse, now time.Time, live bool) Observation {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.nodes[name]
@@ -81,9 +99,13 @@ func (t *Tracker) Observe(name string, uid types.UID, p Pulse, now time.Time) Ob
 		t.heard(name)
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
-	if p.LeaseChanged(e.pulse) || p.StatusChanged(e.pulse) {
+	if !live {
+		p = e.unstale(p)
+	}
+	if lease, status := p.LeaseChanged(e.pulse), p.StatusChanged(e.pulse); lease || status {
 		e.heard(now)
 		e.pulse = p
+		e.leaseAhead, e.statusAhead = e.leaseAhead || live && lease, e.statusAhead || live && status
 		t.heard(name)
 		return Observation{LastHeartbeat: now, Renewed: true}
 	}
@@ -128,7 +150,7 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 	}
 	p := e.pulse
 	p.setLease(lease)
-	if !p.LeaseChanged(e.pulse) {
+	if p = e.unstale(p); !p.LeaseChanged(e.pulse) {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
@@ -146,14 +168,38 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) Heard {
 	if !ok || e.uid != node.UID {
 		return NoHeartbeat
 	}
-	ready := readyHeartbeat(node)
-	if ready == e.pulse.ReadyHeartbeatNanos {
+	p := e.pulse
+	p.ReadyHeartbeatNanos = readyHeartbeat(node)
+	if p = e.unstale(p); !p.StatusChanged(e.pulse) {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
-	e.pulse.ReadyHeartbeatNanos = ready
+	e.pulse.ReadyHeartbeatNanos = p.ReadyHeartbeatNanos
 	t.heard(node.Name)
 	return h
+}
+
+// unstale returns p, a pulse the cache or the watch shows, with each part
+// that a live read has shown newer in place of its own: the watch delivers a
+// node's changes in order, so until it shows the part read live, what it
+// shows is from before the read. A part it shows equal or later has caught
+// up. Called with mu held.
+func (e *entry) unstale(p Pulse) Pulse {
+	if e.leaseAhead {
+		if p.HasLease && p.LeaseRenewNanos < e.pulse.LeaseRenewNanos {
+			p = p.withLeaseOf(e.pulse)
+		} else {
+			e.leaseAhead = false
+		}
+	}
+	if e.statusAhead {
+		if p.ReadyHeartbeatNanos < e.pulse.ReadyHeartbeatNanos {
+			p.ReadyHeartbeatNanos = e.pulse.ReadyHeartbeatNanos
+		} else {
+			e.statusAhead = false
+		}
+	}
+	return p
 }
 
 // heard records a heartbeat heard at now, and says what it asks of the

@@ -187,6 +187,44 @@ func TestTrackerHearsHeartbeatsBeforeTheReconcile(t *testing.T) {
 	}
 }
 
+// A live read that shows a heartbeat the watch has not delivered yet is
+// heard once: neither the cache's older copies, read by a look meanwhile,
+// nor the watch's late delivery of the same heartbeat is heard again, for
+// either part of the pulse. What the watch delivers after it is.
+func TestTrackerHearsALiveReadOnceThoughTheWatchLags(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tr := NewTracker()
+	node := testobj.Node("n1", testobj.Ready(corev1.ConditionTrue))
+	node.UID = "a"
+	status := func(s int) *corev1.Node {
+		n := node.DeepCopy()
+		n.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(at(s))
+		return n
+	}
+	cached, live := &leaseState{renew: at(25)}, &leaseState{renew: at(30)}
+	tr.Observe("n1", "a", PulseOf(status(20), cached.object()), at(25))
+
+	if obs := tr.ObserveLive("n1", "a", PulseOf(status(28), live.object()), at(45)); !obs.Renewed {
+		t.Fatalf("the live read's heartbeat was not heard: %+v", obs)
+	}
+	if obs := tr.Observe("n1", "a", PulseOf(status(20), cached.object()), at(50)); obs.Renewed || !obs.LastHeartbeat.Equal(at(45)) {
+		t.Fatalf("a look at the cache's older copy: %+v, want the live read's heartbeat at 45s to stand", obs)
+	}
+	if tr.HeardLease("n1", live.object(), at(60)).Heartbeat() || tr.HeardNode(status(28), at(60)).Heartbeat() {
+		t.Fatal("the watch's late delivery of what was read live was heard again")
+	}
+	if got := tr.HeardAt("n1"); !got.Equal(at(45)) {
+		t.Fatalf("heard at %v, want the live read's 45s", got)
+	}
+	// Caught up, the watch's next heartbeats are heard, and a Lease whose
+	// renewTime goes back (a node clock set back) counts again.
+	if !tr.HeardLease("n1", (&leaseState{renew: at(35)}).object(), at(65)).Heartbeat() ||
+		!tr.HeardLease("n1", (&leaseState{renew: at(5)}).object(), at(70)).Heartbeat() ||
+		!tr.HeardNode(status(3), at(75)).Heartbeat() {
+		t.Fatal("a heartbeat delivered after the watch caught up was not heard")
+	}
+}
+
 // A heartbeat heard off the watch needs no look only when the node was
 // judged healthy and its deadline has not passed. One heard past the
 // deadline needs a look even while the last verdict recorded is Healthy:

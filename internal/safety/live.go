@@ -16,7 +16,7 @@ import (
 func (m *Model) Confirm(node *corev1.Node, lease *coordinationv1.Lease, grace health.Grace, now time.Time) (health.Verdict, bool) {
 	m.turn.Lock()
 	defer m.turn.Unlock()
-	obs := m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	obs := m.tracker.ObserveLive(node.Name, node.UID, health.PulseOf(node, lease), now)
 	v := health.Judge(node, obs.LastHeartbeat, grace, now)
 	silent := !obs.Renewed && v.Expired
 	if silent {
@@ -66,7 +66,7 @@ func (m *Model) heardLive(node *corev1.Node, lease *coordinationv1.Lease, grace 
 	if !m.tracker.Tracked(node.Name, node.UID) {
 		return false
 	}
-	m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, lease), now)
+	m.tracker.ObserveLive(node.Name, node.UID, health.PulseOf(node, lease), now)
 	heard := m.tracker.HeardAt(node.Name)
 	return !heard.IsZero() && now.Sub(heard) < grace
 }

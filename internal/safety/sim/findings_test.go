@@ -645,3 +645,21 @@ func TestFoundALaggedHeartbeatJoinsThePartitionItWasHeardWith(t *testing.T) {
 		{At: s(56), Kind: Partition, Nodes: nodes(2, 5)},
 	})
 }
+
+// Found by the random sequences (seed 70000743), once every live read was
+// heard: a node reporting NotReady, behind a lagging watch, was read live
+// for its pods' evictions, which heard its last heartbeat; the look after
+// it read the cache's older copy of the Lease, and the tracker, which heard
+// any change, took that copy for a heartbeat, and the watch's late delivery
+// of the one read live for another. The node's silence, dated 19 seconds
+// late, left the partition it died with, and the freeze was not held. A
+// copy older than what a live read showed is no heartbeat now.
+func TestFoundACopyOlderThanALiveReadIsNoHeartbeat(t *testing.T) {
+	expectHolds(t, ConfigFor(70000743), Sequence{
+		{At: s(123), Kind: NotReady, Node: 8},
+		{At: s(132), Kind: Failover},
+		{At: s(144), Kind: Kill, Node: 7},
+		{At: s(147), Kind: Lag, Node: 8, For: s(22)},
+		{At: s(152), Kind: Partition, Nodes: []int{1, 3, 4, 0, 8}, For: s(89)},
+	})
+}

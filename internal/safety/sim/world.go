@@ -164,7 +164,7 @@ func newWorld(cfg Config) *world {
 		pods: map[string][]corev1.Pod{}, evicted: map[types.UID]time.Time{}, denied: map[string]time.Time{}}
 	for i := range cfg.Nodes {
 		k := &kubelet{name: fmt.Sprintf("node-%d", i), zone: fmt.Sprintf("zone-%d", i%cfg.Zones),
-			alive: true, ready: true, landed: t0, renewed: t0, podsSet: t0}
+			alive: true, ready: true, landed: t0, renewed: t0, podsSet: t0, seenRenewal: t0}
 		if i >= cfg.Nodes-cfg.PoolNodes {
 			k.pool = "p"
 		}
