@@ -156,6 +156,21 @@ type Next struct {
 	Deadline bool
 }
 
+// Over returns the look that stands when next is asked for while old is
+// set (set false: none is): the earliest asked for, but a deadline replaces
+// the deadline set before, which heartbeats have moved since, and no
+// deadline drops it. It reports false when no look stands. Both worlds keep
+// a node's next look by this rule.
+func (next Next) Over(old Next, set bool) (Next, bool) {
+	switch {
+	case next.At.IsZero():
+		return old, set && !(old.Deadline && next.Deadline)
+	case !set, next.Deadline && old.Deadline, next.At.Before(old.At):
+		return next, true
+	}
+	return old, true
+}
+
 // nextOf returns the next look: at the deadline, or at retry if sooner;
 // a zero time is none.
 func nextOf(deadline, retry time.Time) Next {

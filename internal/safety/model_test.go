@@ -172,6 +172,33 @@ func TestEveryLiveReadIsHeard(t *testing.T) {
 	}
 }
 
+// A node's next look is the earliest asked for, but a deadline replaces the
+// one before it, and no deadline drops a deadline and nothing else.
+func TestNextOver(t *testing.T) {
+	early, late := t0, t0.Add(time.Minute)
+	deadline := func(at time.Time) Next { return Next{At: at, Deadline: true} }
+	for _, tc := range []struct {
+		name      string
+		next, old Next
+		set       bool
+		want      Next
+		stands    bool
+	}{
+		{"first", Next{At: late}, Next{}, false, Next{At: late}, true},
+		{"a later retry waits", Next{At: late}, Next{At: early}, true, Next{At: early}, true},
+		{"an earlier retry comes first", Next{At: early}, deadline(late), true, Next{At: early}, true},
+		{"a moved deadline replaces the old", deadline(late), deadline(early), true, deadline(late), true},
+		{"a deadline waits behind a retry", deadline(late), Next{At: early}, true, Next{At: early}, true},
+		{"no deadline drops one", Next{Deadline: true}, deadline(early), true, Next{}, false},
+		{"no deadline keeps a retry", Next{Deadline: true}, Next{At: early}, true, Next{At: early}, true},
+		{"nothing asked", Next{}, Next{}, false, Next{}, false},
+	} {
+		if got, stands := tc.next.Over(tc.old, tc.set); stands != tc.stands || stands && got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v, %v", tc.name, got, stands, tc.want, tc.stands)
+		}
+	}
+}
+
 func readyPod(uid string) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}

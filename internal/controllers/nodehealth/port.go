@@ -64,18 +64,7 @@ func (p port) PatchNode(ctx context.Context, base, node *corev1.Node) error {
 }
 
 // Wake sets the node's next look.
-func (p port) Wake(name string, next safety.Next) {
-	switch {
-	case next.At.IsZero():
-		if next.Deadline {
-			p.r.world.wakes.clearDeadline(name)
-		}
-	case next.Deadline:
-		p.r.world.wakes.atDeadline(name, next.At)
-	default:
-		p.r.world.wakes.after(name, next.At)
-	}
-}
+func (p port) Wake(name string, next safety.Next) { p.r.world.wakes.set(name, next) }
 
 // MarkPod sets the pod's Ready condition False with a strategic merge,
 // which changes that condition alone; the UID keeps the patch off a new pod

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // wakes is the one path by which a node is scheduled for its next look,
@@ -35,8 +37,9 @@ type wakes struct {
 	// none.
 	deadline func(name string) (time.Time, bool)
 
-	mu     sync.Mutex
-	at     map[string]wake
+	mu sync.Mutex
+	// at holds each node's next look, kept by safety.Next.Over.
+	at     map[string]safety.Next
 	queue  wakeQueue
 	signal chan struct{}
 	// ahead is due's scratch list of the wakes it reads ahead of their
@@ -52,48 +55,38 @@ type wakes struct {
 	events, urgent chan event.TypedGenericEvent[*corev1.Node]
 }
 
-// wake is one node's next look: at a time, and whether the time is its
-// grace deadline, to be read again when it comes.
-type wake struct {
-	at       time.Time
-	deadline bool
-}
-
 func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wakes {
-	return &wakes{clock: clk, deadline: deadline, at: make(map[string]wake), handed: make(map[string]time.Time),
+	return &wakes{clock: clk, deadline: deadline, at: make(map[string]safety.Next), handed: make(map[string]time.Time),
 		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node]),
 		urgent: make(chan event.TypedGenericEvent[*corev1.Node])}
 }
 
-// atDeadline sets the node's wake for its grace deadline t, in place of a
-// deadline wake set before, which the heartbeats since have moved. An
-// earlier wake of another kind stays: it may have been set while the
-// reconcile that calls this was in flight, by a change (a hold lifting) that
-// the reconcile did not see, and the look it brings sets the deadline wake
-// again. A nil wakes, as in tests that call the reconciler directly, sets
-// nothing.
-func (w *wakes) atDeadline(name string, t time.Time) {
-	w.set(name, wake{at: t, deadline: true}, true)
-}
-
-// after makes the node's next look come at t at the latest.
-func (w *wakes) after(name string, t time.Time) {
-	w.set(name, wake{at: t}, false)
-}
-
-func (w *wakes) set(name string, e wake, replace bool) {
+// set asks for the node's next look. A deadline replaces the deadline set
+// before, which the heartbeats since have moved, but not an earlier wake of
+// another kind: that may have been set while the reconcile that asks for the
+// deadline was in flight, by a change (a hold lifting) that the reconcile did
+// not see, and the look it brings sets the deadline again. No deadline drops
+// a deadline wake and no other: a node whose grace ran out waits for no
+// deadline, but a wake set by a change it did not see must still come. A nil
+// wakes, as in tests that call the reconciler directly, sets nothing.
+func (w *wakes) set(name string, next safety.Next) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old, ok := w.at[name]; ok && (old.deadline == e.deadline && old.at.Equal(e.at) ||
-		(!replace || !old.deadline) && !e.at.Before(old.at)) {
+	old, ok := w.at[name]
+	e, stands := next.Over(old, ok)
+	switch {
+	case !stands:
+		delete(w.at, name)
+		return
+	case ok && e.Deadline == old.Deadline && e.At.Equal(old.At):
 		return
 	}
 	w.at[name] = e
-	w.queue.push(queued{at: e.at, name: name})
-	if w.queue[0].name == name && w.queue[0].at.Equal(e.at) {
+	w.queue.push(queued{at: e.At, name: name})
+	if w.queue[0].name == name && w.queue[0].at.Equal(e.At) {
 		select {
 		case w.signal <- struct{}{}:
 		default:
@@ -111,20 +104,6 @@ func (w *wakes) clear(name string) {
 	delete(w.at, name)
 }
 
-// clearDeadline drops the node's deadline wake, and no other: a node whose
-// grace ran out waits for no deadline, but a wake set by a change it did not
-// see (a hold lifting while it was looked at) must still come.
-func (w *wakes) clearDeadline(name string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if e, ok := w.at[name]; ok && e.deadline {
-		delete(w.at, name)
-	}
-}
-
 // when returns when the node's next look comes, if one is set.
 func (w *wakes) when(name string) (time.Time, bool) {
 	if w == nil {
@@ -133,7 +112,7 @@ func (w *wakes) when(name string) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.at[name]
-	return e.at, ok
+	return e.At, ok
 }
 
 // Start sends the nodes whose wake has come to the work queue until ctx
@@ -179,7 +158,7 @@ func (w *wakes) next() (time.Time, bool) {
 	defer w.mu.Unlock()
 	for len(w.queue) > 0 {
 		q := w.queue[0]
-		if e, ok := w.at[q.name]; ok && e.at.Equal(q.at) {
+		if e, ok := w.at[q.name]; ok && e.At.Equal(q.at) {
 			return q.at, true
 		}
 		w.queue.pop()
@@ -208,13 +187,13 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 		q := w.queue.pop()
 		e, ok := w.at[q.name]
 		switch {
-		case !ok || !e.at.Equal(q.at):
+		case !ok || !e.At.Equal(q.at):
 			// Replaced or cleared.
-		case q.at.After(now) && e.deadline:
+		case q.at.After(now) && e.Deadline:
 			ahead = append(ahead, q)
 		case q.at.After(now):
 			kept = append(kept, q)
-		case e.deadline:
+		case e.Deadline:
 			delete(w.at, q.name)
 			deadlines = append(deadlines, q.name)
 		default:
@@ -229,7 +208,7 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 	w.mu.Unlock()
 	for _, name := range deadlines {
 		if d, ok := w.deadline(name); ok && d.After(now) {
-			w.set(name, wake{at: d, deadline: true}, false)
+			w.set(name, safety.Next{At: d, Deadline: true})
 			continue
 		}
 		expired = append(expired, name)
@@ -252,10 +231,10 @@ func (w *wakes) due(now time.Time) (expired, rest []string) {
 func (w *wakes) move(q queued, d time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e, ok := w.at[q.name]; !ok || !e.deadline || !e.at.Equal(q.at) {
+	if e, ok := w.at[q.name]; !ok || !e.Deadline || !e.At.Equal(q.at) {
 		return
 	}
-	w.at[q.name] = wake{at: d, deadline: true}
+	w.at[q.name] = safety.Next{At: d, Deadline: true}
 	w.queue.push(queued{at: d, name: q.name})
 }
 

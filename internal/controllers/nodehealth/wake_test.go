@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // startWakes runs w until the test ends and returns the nodes it queues, in
@@ -84,9 +86,9 @@ func TestWakesReconcileOnlyPassedDeadlines(t *testing.T) {
 	})
 	queued := startWakes(t, w)
 
-	w.atDeadline("renewed", t0.Add(10*time.Second))
-	w.atDeadline("silent", t0.Add(10*time.Second))
-	w.atDeadline("cleared", t0.Add(5*time.Second))
+	w.set("renewed", safety.Next{At: t0.Add(10 * time.Second), Deadline: true})
+	w.set("silent", safety.Next{At: t0.Add(10 * time.Second), Deadline: true})
+	w.set("cleared", safety.Next{At: t0.Add(5 * time.Second), Deadline: true})
 	w.clear("cleared")
 	// The renewed node hears a heartbeat at 8s: its deadline moves to 18s.
 	mu.Lock()
@@ -130,13 +132,13 @@ func TestWakesKeepTheEarliestLook(t *testing.T) {
 	w := newWakes(clk, func(string) (time.Time, bool) { return t0.Add(time.Hour), true })
 	queued := startWakes(t, w)
 
-	w.atDeadline("a", t0.Add(time.Hour))
-	w.after("a", t0.Add(2*time.Second))
-	w.after("a", t0.Add(30*time.Second)) // later: changes nothing
+	w.set("a", safety.Next{At: t0.Add(time.Hour), Deadline: true})
+	w.set("a", safety.Next{At: t0.Add(2 * time.Second)})
+	w.set("a", safety.Next{At: t0.Add(30 * time.Second)}) // later: changes nothing
 	if at, _ := w.when("a"); !at.Equal(t0.Add(2 * time.Second)) {
 		t.Fatalf("a's next look at %v, want the retry at 2s", at)
 	}
-	w.after("b", clk.Now())
+	w.set("b", safety.Next{At: clk.Now()})
 	if got := <-queued; !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("now queued %v, want [b]", got)
 	}
@@ -146,7 +148,7 @@ func TestWakesKeepTheEarliestLook(t *testing.T) {
 	}
 	// The reconcile that follows sets the deadline again, in place of
 	// what was left.
-	w.atDeadline("a", t0.Add(time.Hour))
+	w.set("a", safety.Next{At: t0.Add(time.Hour), Deadline: true})
 	if at, _ := w.when("a"); !at.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("a's next look at %v, want its deadline", at)
 	}
@@ -164,9 +166,9 @@ func TestWakesQueueOverdueNodesFirst(t *testing.T) {
 		return d, ok
 	})
 	// As the resync wakes them (act.Executor.Resync).
-	w.atDeadline("overdue", t0)
-	w.atDeadline("heard", t0)
-	w.after("other", t0)
+	w.set("overdue", safety.Next{At: t0, Deadline: true})
+	w.set("heard", safety.Next{At: t0, Deadline: true})
+	w.set("other", safety.Next{At: t0})
 	queued := startWakes(t, w)
 	if got := <-queued; !slices.Equal(got, []string{"!overdue", "other"}) {
 		t.Fatalf("queued %v, want [!overdue other]", got)
@@ -191,12 +193,12 @@ func TestWakesReadDeadlinesAheadOfTheirTime(t *testing.T) {
 		d, ok := deadlines[name]
 		return d, ok
 	})
-	w.atDeadline("due", ms(10_000))
-	w.atDeadline("moved", ms(10_500))
-	w.atDeadline("silent", ms(10_800))
-	w.atDeadline("back", ms(10_900))
-	w.atDeadline("later", ms(10_000).Add(lookAhead+time.Millisecond))
-	w.after("retry", ms(10_400))
+	w.set("due", safety.Next{At: ms(10_000), Deadline: true})
+	w.set("moved", safety.Next{At: ms(10_500), Deadline: true})
+	w.set("silent", safety.Next{At: ms(10_800), Deadline: true})
+	w.set("back", safety.Next{At: ms(10_900), Deadline: true})
+	w.set("later", safety.Next{At: ms(10_000).Add(lookAhead + time.Millisecond), Deadline: true})
+	w.set("retry", safety.Next{At: ms(10_400)})
 
 	if expired, rest := w.due(ms(10_000)); len(expired)+len(rest) != 0 {
 		t.Fatalf("at 10s: queued %v and %v, want nothing: no deadline had passed", expired, rest)

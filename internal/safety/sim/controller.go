@@ -32,7 +32,7 @@ type controller struct {
 	lastDelivery map[string]time.Time
 	// wakes holds each node's next look; podTurns the nodes whose pods'
 	// turn has come, as the reconciler's pod workers take them.
-	wakes    map[string]wake
+	wakes    map[string]safety.Next
 	podTurns []string
 	// cutIn are the looks due in this step after the one under way, which
 	// may cut in on it (letOneCutIn); cutting is true while one does.
@@ -54,12 +54,6 @@ type controller struct {
 	failures map[string]int
 }
 
-// wake is a node's next look, and whether it is at its grace deadline.
-type wake struct {
-	at       time.Time
-	deadline bool
-}
-
 // delivered is a watch event on its way to the controller.
 type delivered struct {
 	at    time.Time
@@ -69,7 +63,7 @@ type delivered struct {
 
 func newController(w *world, obs *observer, unled time.Time) *controller {
 	c := &controller{w: w, nodes: map[string]*corev1.Node{}, leases: map[string]*coordinationv1.Lease{},
-		wakes: map[string]wake{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
+		wakes: map[string]safety.Next{}, lastDelivery: map[string]time.Time{}, obs: obs, resynced: w.now, started: w.now,
 		failures: map[string]int{}, evicting: map[string]bool{}}
 	c.model = safety.New(health.NewTracker(), disruption.NewGuard(w.guardConfig()), w.cfg.Grace)
 	// One pod at a time: the simulation stays deterministic.
@@ -184,18 +178,13 @@ func (c *controller) resync() {
 
 func (c *controller) wakeNow(name string) { c.wake(name, safety.Next{At: c.w.now}) }
 
-// wake sets the node's next look as the reconciler's wakes do: the
-// earliest asked for stands, but a deadline replaces the deadline set
-// before, which heartbeats since have moved, and no deadline drops it.
+// wake sets the node's next look, by the rule the reconciler's wakes keep.
 func (c *controller) wake(name string, next safety.Next) {
-	old, ok := c.wakes[name]
-	switch {
-	case next.At.IsZero():
-		if ok && old.deadline && next.Deadline {
-			delete(c.wakes, name)
-		}
-	case !ok, next.Deadline && old.deadline, next.At.Before(old.at):
-		c.wakes[name] = wake{at: next.At, deadline: next.Deadline}
+	old, set := c.wakes[name]
+	if e, ok := next.Over(old, set); ok {
+		c.wakes[name] = e
+	} else {
+		delete(c.wakes, name)
 	}
 }
 
@@ -206,7 +195,7 @@ func (c *controller) lookDue() {
 	for range 4 {
 		var due []string
 		for _, k := range c.w.kubelets {
-			if e, ok := c.wakes[k.name]; ok && !e.at.After(c.w.now) {
+			if e, ok := c.wakes[k.name]; ok && !e.At.After(c.w.now) {
 				due = append(due, k.name)
 			}
 		}
