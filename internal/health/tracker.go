@@ -42,7 +42,7 @@ type entry struct {
 	heardAt time.Time
 	// leaseAhead and statusAhead are true while that part of the pulse
 	// came from a live read the watch has not caught up with: the cache's
-	// copies until then are older, and no heartbeat (unstale).
+	// copies until then are older, and no heartbeat (unstaleLease).
 	leaseAhead, statusAhead bool
 	// datedByMark is true, until a heartbeat is heard, for a node already
 	// marked when first observed: its silence began before this process,
@@ -100,7 +100,7 @@ func (t *Tracker) observe(name string, uid types.UID, p Pulse, now time.Time, li
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
 	if !live {
-		p = e.unstale(p)
+		p = e.unstaleStatus(e.unstaleLease(p, false), false)
 	}
 	if lease, status := p.LeaseChanged(e.pulse), p.StatusChanged(e.pulse); lease || status {
 		e.heard(now)
@@ -150,7 +150,7 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 	}
 	p := e.pulse
 	p.setLease(lease)
-	if p = e.unstale(p); !p.LeaseChanged(e.pulse) {
+	if p = e.unstaleLease(p, true); !p.LeaseChanged(e.pulse) {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
@@ -170,7 +170,7 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) Heard {
 	}
 	p := e.pulse
 	p.ReadyHeartbeatNanos = readyHeartbeat(node)
-	if p = e.unstale(p); !p.StatusChanged(e.pulse) {
+	if p = e.unstaleStatus(p, true); !p.StatusChanged(e.pulse) {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
@@ -179,25 +179,33 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) Heard {
 	return h
 }
 
-// unstale returns p, a pulse the cache or the watch shows, with each part
-// that a live read has shown newer in place of its own: the watch delivers a
-// node's changes in order, so until it shows the part read live, what it
-// shows is from before the read. A part it shows equal or later has caught
-// up. Called with mu held.
-func (e *entry) unstale(p Pulse) Pulse {
-	if e.leaseAhead {
-		if p.HasLease && p.LeaseRenewNanos < e.pulse.LeaseRenewNanos {
-			p = p.withLeaseOf(e.pulse)
-		} else {
-			e.leaseAhead = false
-		}
+// unstaleLease returns p, a pulse the cache or the watch shows, with the
+// Lease part that a live read has shown newer in its place: the watch
+// delivers a node's changes in order, so until it delivers what was read
+// live, what the cache shows is from before the read. A later part is news,
+// and the watch's delivery of the part read live (delivered) has caught up;
+// a look's copy of it may be the live read's own, and has not. Called with
+// mu held.
+func (e *entry) unstaleLease(p Pulse, delivered bool) Pulse {
+	switch {
+	case !e.leaseAhead:
+	case p.HasLease && p.LeaseRenewNanos < e.pulse.LeaseRenewNanos:
+		p = p.withLeaseOf(e.pulse)
+	case delivered || p.LeaseChanged(e.pulse):
+		e.leaseAhead = false
 	}
-	if e.statusAhead {
-		if p.ReadyHeartbeatNanos < e.pulse.ReadyHeartbeatNanos {
-			p.ReadyHeartbeatNanos = e.pulse.ReadyHeartbeatNanos
-		} else {
-			e.statusAhead = false
-		}
+	return p
+}
+
+// unstaleStatus is unstaleLease for the Ready heartbeat. Called with mu
+// held.
+func (e *entry) unstaleStatus(p Pulse, delivered bool) Pulse {
+	switch {
+	case !e.statusAhead:
+	case p.ReadyHeartbeatNanos < e.pulse.ReadyHeartbeatNanos:
+		p.ReadyHeartbeatNanos = e.pulse.ReadyHeartbeatNanos
+	case delivered || p.StatusChanged(e.pulse):
+		e.statusAhead = false
 	}
 	return p
 }

@@ -207,8 +207,16 @@ func TestTrackerHearsALiveReadOnceThoughTheWatchLags(t *testing.T) {
 	if obs := tr.ObserveLive("n1", "a", PulseOf(status(28), live.object()), at(45)); !obs.Renewed {
 		t.Fatalf("the live read's heartbeat was not heard: %+v", obs)
 	}
+	// A look at what the live read returned, then at the cache's older
+	// copy, then the watch's delivery of the copies between the two.
+	if obs := tr.Observe("n1", "a", PulseOf(status(28), live.object()), at(46)); obs.Renewed {
+		t.Fatalf("a look at the live read's own copy: %+v", obs)
+	}
 	if obs := tr.Observe("n1", "a", PulseOf(status(20), cached.object()), at(50)); obs.Renewed || !obs.LastHeartbeat.Equal(at(45)) {
 		t.Fatalf("a look at the cache's older copy: %+v, want the live read's heartbeat at 45s to stand", obs)
+	}
+	if tr.HeardLease("n1", (&leaseState{renew: at(27)}).object(), at(55)).Heartbeat() || tr.HeardNode(status(24), at(55)).Heartbeat() {
+		t.Fatal("the watch's late delivery of a copy from before the live read was heard")
 	}
 	if tr.HeardLease("n1", live.object(), at(60)).Heartbeat() || tr.HeardNode(status(28), at(60)).Heartbeat() {
 		t.Fatal("the watch's late delivery of what was read live was heard again")
