@@ -7,26 +7,19 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
-)
-
-// Event reasons the controller records on the kube-node-lease Namespace
-// when a partition freeze starts and ends.
-const (
-	reasonFreeze      = "PartitionFreeze"
-	reasonFreezeEnded = "PartitionFreezeEnded"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // Gather reads what a report needs from the apiserver: every Node, the node
-// Leases, the NodeHealthPolicies when their CRD is installed, the freeze
-// events, and the pods of the nodes that are not healthy. defaults are the
+// Leases, the NodeHealthPolicies when their CRD is installed, the partition
+// freeze the leader keeps, and the pods of the nodes that are not healthy. defaults are the
 // settings of nodes no policy selects: the controller's flags.
 func Gather(ctx context.Context, c client.Reader, defaults policy.Settings, now time.Time) (Input, error) {
 	in := Input{Now: now}
@@ -66,32 +59,24 @@ func Gather(ctx context.Context, c client.Reader, defaults policy.Settings, now 
 	return in, nil
 }
 
-// freezeSince returns when the partition freeze in force began, from the
-// latest freeze event, or zero when the latest says it ended or there is
-// none (events expire, an hour by default).
+// freezeSince returns when the partition freeze the leader keeps on the
+// kube-node-lease Namespace began, or zero when it keeps none. A record that
+// does not parse is an error: the report must not say that no freeze holds.
 func freezeSince(ctx context.Context, c client.Reader) (time.Time, error) {
-	events := &eventsv1.EventList{}
-	if err := c.List(ctx, events, client.InNamespace(metav1.NamespaceDefault)); err != nil {
-		return time.Time{}, fmt.Errorf("list events: %w", err)
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return time.Time{}, nil
+		}
+		return time.Time{}, fmt.Errorf("read the partition freeze kept on namespace %s: %w", corev1.NamespaceNodeLease, err)
 	}
-	var latest time.Time
-	frozen := false
-	for i := range events.Items {
-		e := &events.Items[i]
-		if e.Regarding.Kind != "Namespace" || e.Regarding.Name != corev1.NamespaceNodeLease ||
-			(e.Reason != reasonFreeze && e.Reason != reasonFreezeEnded) {
-			continue
-		}
-		at := e.EventTime.Time
-		if e.Series != nil && e.Series.LastObservedTime.After(at) {
-			at = e.Series.LastObservedTime.Time
-		}
-		if at.After(latest) {
-			latest, frozen = at, e.Reason == reasonFreeze
-		}
-	}
-	if !frozen {
+	v, ok := ns.Annotations[safety.AnnotationFreeze]
+	if !ok {
 		return time.Time{}, nil
 	}
-	return latest, nil
+	rec, err := safety.DecodeFreeze(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("namespace %s: %w", corev1.NamespaceNodeLease, err)
+	}
+	return rec.Since, nil
 }
