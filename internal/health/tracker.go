@@ -99,8 +99,11 @@ func (t *Tracker) observe(name string, uid types.UID, p Pulse, now time.Time, li
 		t.heard(name)
 		return Observation{LastHeartbeat: now, First: true, Renewed: true}
 	}
-	if !live {
-		p = e.unstaleStatus(e.unstaleLease(p, false), false)
+	if e.leaseAhead && !live {
+		e.unstaleLease(&p, false)
+	}
+	if e.statusAhead && !live {
+		e.unstaleStatus(&p, false)
 	}
 	if lease, status := p.LeaseChanged(e.pulse), p.StatusChanged(e.pulse); lease || status {
 		e.heard(now)
@@ -150,7 +153,10 @@ func (t *Tracker) HeardLease(name string, lease *coordinationv1.Lease, now time.
 	}
 	p := e.pulse
 	p.setLease(lease)
-	if p = e.unstaleLease(p, true); !p.LeaseChanged(e.pulse) {
+	if e.leaseAhead {
+		e.unstaleLease(&p, true)
+	}
+	if !p.LeaseChanged(e.pulse) {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
@@ -168,46 +174,47 @@ func (t *Tracker) HeardNode(node *corev1.Node, now time.Time) Heard {
 	if !ok || e.uid != node.UID {
 		return NoHeartbeat
 	}
-	p := e.pulse
-	p.ReadyHeartbeatNanos = readyHeartbeat(node)
-	if p = e.unstaleStatus(p, true); !p.StatusChanged(e.pulse) {
+	ready := readyHeartbeat(node)
+	if e.statusAhead {
+		p := e.pulse
+		p.ReadyHeartbeatNanos = ready
+		e.unstaleStatus(&p, true)
+		ready = p.ReadyHeartbeatNanos
+	}
+	if ready == e.pulse.ReadyHeartbeatNanos {
 		return NoHeartbeat
 	}
 	h := e.heard(now)
-	e.pulse.ReadyHeartbeatNanos = p.ReadyHeartbeatNanos
+	e.pulse.ReadyHeartbeatNanos = ready
 	t.heard(node.Name)
 	return h
 }
 
-// unstaleLease returns p, a pulse the cache or the watch shows, with the
-// Lease part that a live read has shown newer in its place: the watch
-// delivers a node's changes in order, so until it delivers what was read
-// live, what the cache shows is from before the read. A later part is news,
-// and the watch's delivery of the part read live (delivered) has caught up;
-// a look's copy of it may be the live read's own, and has not. Called with
-// mu held.
-func (e *entry) unstaleLease(p Pulse, delivered bool) Pulse {
+// unstaleLease puts in p, a pulse the cache or the watch shows while the
+// Lease part came from a live read (leaseAhead), that part in place of an
+// older one: the watch delivers a node's changes in order, so until it
+// delivers what was read live, what the cache shows is from before the read.
+// A later part is news, and the watch's delivery of the part read live
+// (delivered) has caught up; a look's copy of it may be the live read's own,
+// and has not. Called with mu held; the callers test leaseAhead first, which
+// keeps the heartbeat path to one branch.
+func (e *entry) unstaleLease(p *Pulse, delivered bool) {
 	switch {
-	case !e.leaseAhead:
 	case p.HasLease && p.LeaseRenewNanos < e.pulse.LeaseRenewNanos:
-		p = p.withLeaseOf(e.pulse)
+		*p = p.withLeaseOf(e.pulse)
 	case delivered || p.LeaseChanged(e.pulse):
 		e.leaseAhead = false
 	}
-	return p
 }
 
-// unstaleStatus is unstaleLease for the Ready heartbeat. Called with mu
-// held.
-func (e *entry) unstaleStatus(p Pulse, delivered bool) Pulse {
+// unstaleStatus is unstaleLease for the Ready heartbeat (statusAhead).
+func (e *entry) unstaleStatus(p *Pulse, delivered bool) {
 	switch {
-	case !e.statusAhead:
 	case p.ReadyHeartbeatNanos < e.pulse.ReadyHeartbeatNanos:
 		p.ReadyHeartbeatNanos = e.pulse.ReadyHeartbeatNanos
 	case delivered || p.StatusChanged(e.pulse):
 		e.statusAhead = false
 	}
-	return p
 }
 
 // heard records a heartbeat heard at now, and says what it asks of the
