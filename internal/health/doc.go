@@ -6,6 +6,9 @@
 // controller's own clock when it first observes the change, so the clocks of
 // the nodes are never compared with the controller's: a node whose clock is
 // skewed, or jumps backwards, is judged only by whether it keeps changing.
+// The one comparison is between a copy the cache shows and a heartbeat a live
+// read showed first: until the watch delivers that one, an older copy is from
+// before the read, not a heartbeat.
 //
 // Judge turns a node, its last observed heartbeat and the grace periods into a
 // Verdict. It is a pure function of its arguments, so every rule is tested by
