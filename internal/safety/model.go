@@ -164,7 +164,7 @@ type Next struct {
 func (next Next) Over(old Next, set bool) (Next, bool) {
 	switch {
 	case next.At.IsZero():
-		return old, set && !(old.Deadline && next.Deadline)
+		return old, set && (!old.Deadline || !next.Deadline)
 	case !set, next.Deadline && old.Deadline, next.At.Before(old.At):
 		return next, true
 	}

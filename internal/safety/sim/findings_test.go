@@ -634,7 +634,7 @@ func TestFoundALaggedHeartbeatReadLiveIsDatedFromTheRead(t *testing.T) {
 	})
 }
 
-// The neighbour of the case above: a lagged heartbeat the watch delivers
+// The neighbor of the case above: a lagged heartbeat the watch delivers
 // before any look reads it is dated from its delivery, and the node joins
 // the nodes that go silent within a grace of that, though its last
 // heartbeat landed longer ago: the leader must freeze.
