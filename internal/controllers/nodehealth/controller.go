@@ -192,15 +192,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.seed(ctx, start); err != nil {
 		return ctrl.Result{}, err
 	}
+	// The cache's own Node and Lease, uncopied: a look only reads them,
+	// and writes its changes to copies (the simulator checks it).
 	node := &corev1.Node{}
-	if err := r.d.Client.Get(ctx, req.NamespacedName, node); err != nil {
+	if err := r.d.Client.Get(ctx, req.NamespacedName, node, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(ctx, req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get node %q: %w", req.Name, err)
 	}
-	lease, err := getLease(ctx, r.d.Client, node.Name)
+	lease, err := getLease(ctx, r.d.Client, node.Name, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -246,8 +248,11 @@ func (r *Reconciler) seed(ctx context.Context, now time.Time) error {
 	if r.model().Seeded() {
 		return nil
 	}
+	// Read only, as a look reads them: a copy of every Node, as large as
+	// the Node cache, would be made just as the informers' first lists
+	// have filled the heap.
 	list := &corev1.NodeList{}
-	if err := r.d.Client.List(ctx, list); err != nil {
+	if err := r.d.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list nodes to seed the disruption guard: %w", err)
 	}
 	nodes := make([]*corev1.Node, len(list.Items))

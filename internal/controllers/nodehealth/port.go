@@ -114,9 +114,9 @@ func ReadLive(ctx context.Context, c client.Reader, name string) (*corev1.Node, 
 }
 
 // getLease returns the node's Lease, or nil when it has none.
-func getLease(ctx context.Context, c client.Reader, name string) (*coordinationv1.Lease, error) {
+func getLease(ctx context.Context, c client.Reader, name string, opts ...client.GetOption) (*coordinationv1.Lease, error) {
 	lease := &coordinationv1.Lease{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: name}, lease)
+	err := c.Get(ctx, client.ObjectKey{Namespace: LeaseNamespace, Name: name}, lease, opts...)
 	switch {
 	case err == nil:
 		return lease, nil

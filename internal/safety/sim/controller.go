@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"time"
@@ -52,6 +53,8 @@ type controller struct {
 	// failures counts each node's looks that failed in a row: the next
 	// look after a failure waits as the work queue's backoff has it.
 	failures map[string]int
+	// calls counts the executor's calls that unchanged saw.
+	calls int
 }
 
 // delivered is a watch event on its way to the controller.
@@ -276,7 +279,11 @@ func (c *controller) failed(name string) {
 // look is one reconcile of a node.
 func (c *controller) look(name string) {
 	node := c.nodes[name]
-	out, err := c.exec.Look(context.Background(), port{c}, node, c.leases[name], c.w.settings(node))
+	var out act.Outcome
+	var err error
+	c.unchanged(node, c.leases[name], func() {
+		out, err = c.exec.Look(context.Background(), port{c}, node, c.leases[name], c.w.settings(node))
+	})
 	if err != nil {
 		c.failed(name)
 		return
@@ -306,7 +313,9 @@ func (c *controller) evict() {
 			}
 		}
 		// A failed turn is tried again at the next step.
-		_, _ = c.exec.Evict(context.Background(), port{c}, node, pods, w.settings(node), w.now)
+		c.unchanged(node, c.leases[k.name], func() {
+			_, _ = c.exec.Evict(context.Background(), port{c}, node, pods, w.settings(node), w.now)
+		})
 	}
 }
 
@@ -322,4 +331,42 @@ func appendNew(s []string, name string) []string {
 // eviction controller reads the pods of no other node.
 func hasNoExecute(node *corev1.Node) bool {
 	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
+}
+
+// unchanged runs call, and fails the run if call changed the node or its
+// Lease: the controller hands the executor the cache's own objects,
+// uncopied, and a change would be the cache's. One call in readOnlyEvery
+// is checked: an encoding costs more than the look, and a change that is
+// not rare is caught all the same.
+func (c *controller) unchanged(node *corev1.Node, lease *coordinationv1.Lease, call func()) {
+	c.calls++
+	if c.calls%readOnlyEvery != 0 {
+		call()
+		return
+	}
+	was := encode(node, lease)
+	call()
+	if !bytes.Equal(encode(node, lease), was) {
+		c.obs.fail(InvReadOnly, "the executor changed the cached Node or Lease of %s", node.Name)
+	}
+}
+
+// readOnlyEvery is how often unchanged checks a call.
+const readOnlyEvery = 4
+
+// encode returns the node and its Lease in protobuf, to be compared
+// byte for byte (far cheaper than a deep comparison).
+func encode(node *corev1.Node, lease *coordinationv1.Lease) []byte {
+	b, err := node.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	if lease != nil {
+		l, err := lease.Marshal()
+		if err != nil {
+			panic(err)
+		}
+		b = append(b, l...)
+	}
+	return b
 }
