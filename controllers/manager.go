@@ -194,6 +194,9 @@ func NewManager(cfg *rest.Config, mgrOpts ctrl.Options, opts options.Options) (M
 		s.Takeover = gate
 	}
 	mgrOpts.NewClient = unthrottledClient(mgrOpts.NewClient)
+	if mgrOpts.MapperProvider == nil {
+		mgrOpts.MapperProvider = newMapper
+	}
 	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
