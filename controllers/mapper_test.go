@@ -22,7 +22,7 @@ func groupMappers() (meta.RESTMapper, *meta.DefaultRESTMapper) {
 
 func TestRememberedMappingsAreFoundOnceAndCheapAfter(t *testing.T) {
 	inner, coordination := groupMappers()
-	m := rememberMappings(inner)
+	m := &remembered{RESTMapper: inner, found: map[schema.GroupVersionKind]*meta.RESTMapping{}}
 	lease := schema.GroupKind{Group: "coordination.k8s.io", Kind: "Lease"}
 	if _, err := m.RESTMapping(lease, "v1"); !meta.IsNoMatchError(err) {
 		t.Fatalf("an unknown kind: got %v, want no match", err)
