@@ -42,9 +42,6 @@ const (
 	// InvPodsOnce: pods are marked NotReady only when the controller finds
 	// their node silent, once per silence (and per leader).
 	InvPodsOnce = "5 pods marked once per silence"
-	// InvReadOnly: the executor changes nothing it is given: the
-	// controller hands it the cache's own Nodes and Leases, uncopied.
-	InvReadOnly = "the cache is read only"
 )
 
 // Violation is an invariant found broken.

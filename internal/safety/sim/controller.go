@@ -351,8 +351,12 @@ func (c *controller) unchanged(node *corev1.Node, lease *coordinationv1.Lease, c
 	}
 }
 
-// readOnlyEvery is how often unchanged checks a call.
-const readOnlyEvery = 4
+// InvReadOnly: the executor changes nothing it is given, the cache's own
+// Nodes and Leases (checked by unchanged, one call in readOnlyEvery).
+const (
+	InvReadOnly   = "the cache is read only"
+	readOnlyEvery = 4
+)
 
 // encode returns the node and its Lease in protobuf, to be compared
 // byte for byte (far cheaper than a deep comparison).
