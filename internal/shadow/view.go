@@ -102,7 +102,8 @@ func markedByController(c *corev1.NodeCondition) bool {
 // ShowNode replaces, in node, what another controller wrote with what the
 // dry run would have: the lifecycle conditions since the kubelet's last
 // post, and the owned taints. A node seen for the first time, or made again
-// under its name, is taken as it is.
+// under its name, is taken as it is. It sets new lists and never writes into
+// the node's own: a look reads its Node from the cache uncopied, sharing them.
 func (v *View) ShowNode(node *corev1.Node) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
