@@ -48,7 +48,7 @@ func TestRememberedMappingsAreFoundOnceAndCheapAfter(t *testing.T) {
 		t.Errorf("a remembered mapping costs %v allocations, the mapper underneath %v: want at most 1, and fewer", remembered, underneath)
 	}
 	t.Logf("allocations a mapping: remembered %v, underneath %v", remembered, underneath)
-	// More than one version is passed through, never remembered.
+	// More than one version is passed through to the mapper underneath.
 	if _, err := m.RESTMapping(lease, "v2", "v1"); err != nil {
 		t.Errorf("two versions: %v", err)
 	}
