@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
 )
 
 // Looks that workers make at once decide as the same looks made one after
@@ -65,5 +67,35 @@ func TestConcurrentLooksDecideAsSequentialOnes(t *testing.T) {
 		if took, zone := run(true); took != wantTook || zone != wantZone {
 			t.Fatalf("concurrent looks tainted %d and counted %+v; one after another, %d and %+v", took, zone, wantTook, wantZone)
 		}
+	}
+}
+
+// Seeding reads every node's settings before it takes the model's turn:
+// the policy source, read for the first time then, gives the model its
+// pools, which takes the turn too. Read under the turn, the first look of
+// a controller that started with policies would never end, nor would any
+// look after it.
+func TestSeedReadsSettingsOutsideTheTurn(t *testing.T) {
+	m := newModel()
+	loaded := false
+	settingsOf := func(*corev1.Node) policy.Settings {
+		if !loaded {
+			loaded = true
+			m.SetPool("gpu", &disruption.Pool{UnhealthyZoneThreshold: 0.55}, t0)
+		}
+		return settings
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Seed([]*corev1.Node{node("n-0", corev1.ConditionTrue, t0)}, settingsOf, Kept{}, t0, t0)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Seed has not returned within a minute: it waits for its own turn")
+	}
+	if !m.Seeded() {
+		t.Error("the model is not seeded")
 	}
 }

@@ -21,7 +21,15 @@ import (
 // clock: a new leader carries on with the freeze the old one held, its
 // window and its cooldown, and knows of the spans no leader could mark a
 // node in (AnnotationUnwatched).
+//
+// settings is called for every node before the model's turn is taken: the
+// policies it reads give the model their pools (SetPool), which takes the
+// turn, the first time they are read.
 func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Settings, kept Kept, now, apiNow time.Time) disruption.Change {
+	pools := make([]policy.Settings, len(nodes))
+	for i, node := range nodes {
+		pools[i] = settings(node)
+	}
 	m.turn.Lock()
 	defer m.turn.Unlock()
 	m.skew = now.Sub(apiNow)
@@ -33,12 +41,11 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 		m.guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
-	for _, node := range nodes {
-		s := settings(node)
-		w, held := m.maintenance(node, s, now)
+	for i, node := range nodes {
+		w, held := m.maintenance(node, pools[i], now)
 		// Nothing is heard yet: a node already marked counts as silent
 		// since its mark, unless its maintenance holds it.
-		statuses[node.Name] = m.status(node, health.Verdict{}, s.Pool, time.Time{}, w, held, now)
+		statuses[node.Name] = m.status(node, health.Verdict{}, pools[i].Pool, time.Time{}, w, held, now)
 	}
 	return m.guard.Seed(statuses, freeze, now)
 }
