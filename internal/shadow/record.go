@@ -99,26 +99,19 @@ func (r *Record) trim() {
 	}
 }
 
-// update applies fn to the node's open episode, opening one if open is
-// true; without one and with open false, fn is not called.
-func (r *Record) update(node string, open bool, fn func(*Episode)) {
+// update applies fn to the node's open episode, opening one if it has
+// none.
+func (r *Record) update(node string, fn func(*Episode)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.open[node]
-	if e == nil && !open {
-		return
-	}
-	if e == nil {
-		e = r.episode(node)
-	}
-	fn(e)
+	fn(r.episode(node))
 	r.changed = true
 }
 
 // Marked records a side's mark of the node at the given time; a mark seen
 // again is not moved.
 func (r *Record) Marked(node string, ours bool, at time.Time) {
-	r.update(node, true, func(e *Episode) {
+	r.update(node, func(e *Episode) {
 		s := e.side(ours)
 		if s.Marked == nil {
 			s.Marked = &at
@@ -129,7 +122,7 @@ func (r *Record) Marked(node string, ours bool, at time.Time) {
 // Tainted records a side's NoExecute taint on the node. held is why ours
 // held it back, for an upstream taint that ours has not made.
 func (r *Record) Tainted(node string, ours bool, key string, added time.Time, held string) {
-	r.update(node, true, func(e *Episode) {
+	r.update(node, func(e *Episode) {
 		s := e.side(ours)
 		if s.NoExecute == "" {
 			s.NoExecute, s.NoExecuteAdded = key, &added
@@ -140,27 +133,67 @@ func (r *Record) Tainted(node string, ours bool, key string, added time.Time, he
 	})
 }
 
-// Evicted records a side's eviction of a pod of the node. held is why ours
-// held evictions back, for an upstream eviction ours has not made.
-func (r *Record) Evicted(node string, ours bool, pod string, at time.Time, held string) {
-	r.update(node, true, func(e *Episode) {
-		if !e.addEviction(ours, pod, at) {
-			return
-		}
-		if !ours && held != "" && e.EvictionsHeld == "" {
-			e.EvictionsHeld = held
-		}
-	})
+// Eviction is a pod's eviction by one side.
+type Eviction struct {
+	Node, Pod string
+	// Ours is whether this controller made it.
+	Ours bool
+	// At is when it was made; Decided is when the pod was stamped with it,
+	// zero if not known.
+	At, Decided time.Time
+	// Held is why ours held evictions back, for an eviction of the other
+	// controller's that ours has not made.
+	Held string
+	// Due is when ours would have evicted the pod, for an eviction of the
+	// other controller's made while ours' deadline was still ahead.
+	Due time.Time
 }
 
-// Due records when this controller would have evicted a pod of the node
-// that the other controller evicted first.
-func (r *Record) Due(node string, at time.Time) {
-	r.update(node, false, func(e *Episode) {
-		if e.EvictionsDue == nil || at.Before(*e.EvictionsDue) {
-			e.EvictionsDue = &at
+// Evicted records a side's eviction of a pod, in the node's open episode.
+// An eviction decided before the node's latest episode ended belongs to
+// that episode, timed by its stamp, however late it is seen: the pod's
+// eviction and the node's return race through separate watches, and the
+// straggler opens no new episode.
+func (r *Record) Evicted(ev Eviction) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.episodeFor(ev.Node, ev.Decided)
+	if e == nil {
+		e = r.episode(ev.Node)
+	} else if e.Ended != nil {
+		ev.At = ev.Decided
+	}
+	if !e.addEviction(ev.Ours, ev.Pod, ev.At) {
+		return
+	}
+	if !ev.Ours && ev.Held != "" && e.EvictionsHeld == "" {
+		e.EvictionsHeld = ev.Held
+	}
+	if !ev.Ours && ev.Held == "" && !ev.Due.IsZero() && (e.EvictionsDue == nil || ev.Due.Before(*e.EvictionsDue)) {
+		e.EvictionsDue = &ev.Due
+	}
+	r.changed = true
+}
+
+// episodeFor returns the episode an action decided at the given time
+// belongs to: the node's open one, or else its latest if that ended no
+// earlier; nil if neither. The caller holds mu.
+func (r *Record) episodeFor(node string, decided time.Time) *Episode {
+	if e := r.open[node]; e != nil {
+		return e
+	}
+	if decided.IsZero() {
+		return nil
+	}
+	for i := len(r.episodes) - 1; i >= 0; i-- {
+		if e := r.episodes[i]; e.Node == node {
+			if decided.After(*e.Ended) {
+				return nil
+			}
+			return e
 		}
-	})
+	}
+	return nil
 }
 
 // UpstreamHealth records whether the node, as the other controller left it,
@@ -317,12 +350,12 @@ func (r *Record) hasTaint(node string, ours bool) bool {
 	return e != nil && e.side(ours).NoExecute != ""
 }
 
-// hasPod reports whether the node's open episode counts the pod as evicted
-// by the other controller.
-func (r *Record) hasPod(node, pod string) bool {
+// hasPod reports whether the episode an eviction of the pod decided at the
+// given time belongs to counts it as evicted by the other controller.
+func (r *Record) hasPod(node, pod string, decided time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.open[node]
+	e := r.episodeFor(node, decided)
 	return e != nil && e.evicted[evictedPod{false, pod}]
 }
 
@@ -335,8 +368,8 @@ func (r *Record) Restore(episodes []Episode) {
 	restored := make([]*Episode, 0, len(episodes)+len(r.episodes))
 	for i := range episodes {
 		e := episodes[i]
+		e.remember()
 		if e.Ended == nil {
-			e.remember()
 			if cur := r.open[e.Node]; cur != nil {
 				e.absorb(cur)
 				r.episodes = slices.DeleteFunc(r.episodes, func(x *Episode) bool { return x == cur })

@@ -148,10 +148,10 @@ func TestRecordEvicted(t *testing.T) {
 	const pods = maxPodsListed + 5
 	for i := range pods {
 		// Each pod is seen twice, the second time earlier than any.
-		r.Evicted("n1", false, fmt.Sprintf("ns/p%d", i), t0.Add(time.Duration(i+1)*time.Second), held)
+		r.Evicted(Eviction{Node: "n1", Pod: fmt.Sprintf("ns/p%d", i), At: t0.Add(time.Duration(i+1) * time.Second), Held: held})
 	}
 	for i := range pods {
-		r.Evicted("n1", false, fmt.Sprintf("ns/p%d", i), t0, "other")
+		r.Evicted(Eviction{Node: "n1", Pod: fmt.Sprintf("ns/p%d", i), At: t0, Held: "other"})
 	}
 
 	e := onlyEpisode(t, r)
@@ -174,7 +174,7 @@ func TestRecordEvicted(t *testing.T) {
 	if e.Ours.Evicted != 0 || e.Ours.Pods != nil {
 		t.Errorf("Ours = %+v, want no evictions", e.Ours)
 	}
-	if !r.hasPod("n1", "ns/p14") || r.hasPod("n1", "ns/p99") || r.hasPod("n2", "ns/p0") {
+	if !r.hasPod("n1", "ns/p14", time.Time{}) || r.hasPod("n1", "ns/p99", time.Time{}) || r.hasPod("n2", "ns/p0", time.Time{}) {
 		t.Error("hasPod does not match the pods recorded")
 	}
 }
@@ -183,8 +183,8 @@ func TestRecordEvicted(t *testing.T) {
 // this controller's evictions hold nothing back.
 func TestRecordEvictedOurs(t *testing.T) {
 	r := NewRecord()
-	r.Evicted("n1", true, "ns/a", t0.Add(time.Minute), held)
-	r.Evicted("n1", true, "ns/b", t0, "")
+	r.Evicted(Eviction{Node: "n1", Pod: "ns/a", Ours: true, At: t0.Add(time.Minute), Held: held})
+	r.Evicted(Eviction{Node: "n1", Pod: "ns/b", Ours: true, At: t0})
 	e := onlyEpisode(t, r)
 	if e.Ours.Evicted != 2 || !slices.Equal(e.Ours.Pods, []string{"ns/a", "ns/b"}) {
 		t.Errorf("Ours = %d %v, want 2 [ns/a ns/b]", e.Ours.Evicted, e.Ours.Pods)
@@ -194,6 +194,46 @@ func TestRecordEvictedOurs(t *testing.T) {
 	}
 	if e.EvictionsHeld != "" {
 		t.Errorf("EvictionsHeld = %q, want none for our own evictions", e.EvictionsHeld)
+	}
+}
+
+// An eviction decided before the node's episode ended but seen after is
+// counted in that episode, at its stamp, once however often it is seen,
+// and opens no other; one decided after the end, or not stamped, opens a
+// new episode, in which a pod of the same name is not taken as counted.
+func TestRecordEvictedAfterItsEpisodeEnded(t *testing.T) {
+	end := t0.Add(10 * time.Second)
+	r := NewRecord()
+	r.Marked("n1", false, t0)
+	r.Recovered("n1", end)
+	late := Eviction{Node: "n1", Pod: "ns/a", At: end.Add(time.Second), Decided: end.Add(-time.Second)}
+	r.Evicted(late)
+	r.Evicted(late)
+	// Stamped in the second the episode ended: it may have been decided
+	// before the end, and is taken as so.
+	r.Evicted(Eviction{Node: "n1", Pod: "ns/b", At: end.Add(time.Second), Decided: end})
+	e := onlyEpisode(t, r)
+	if e.Upstream.Evicted != 2 || !equalTime(e.Upstream.FirstEviction, late.Decided) || !equalTime(e.Ended, end) {
+		t.Fatalf("episode = %+v, want it still ended at %v, with 2 evictions, the first at its stamp %v", e, end, late.Decided)
+	}
+	if !r.hasPod("n1", "ns/a", late.Decided) {
+		t.Error("hasPod does not find the pod counted in the ended episode")
+	}
+
+	r.Evicted(Eviction{Node: "n1", Pod: "ns/c", At: end.Add(2 * time.Second), Decided: end.Add(time.Second)})
+	if es := episodes(r); len(es) != 2 || es[1].Ended != nil || es[1].Upstream.Evicted != 1 {
+		t.Fatalf("episodes = %+v, want a new open one for the eviction decided after the end", es)
+	}
+	if r.hasPod("n1", "ns/a", end.Add(time.Second)) {
+		t.Error("a pod counted in the ended episode is taken as counted in the new one")
+	}
+
+	unstamped := NewRecord()
+	unstamped.Marked("n1", false, t0)
+	unstamped.Recovered("n1", end)
+	unstamped.Evicted(Eviction{Node: "n1", Pod: "ns/a", At: end.Add(time.Second)})
+	if es := episodes(unstamped); len(es) != 2 {
+		t.Fatalf("episodes = %+v, want a new one for an eviction without a stamp", es)
 	}
 }
 
@@ -272,7 +312,7 @@ func TestRecordEpisodesChanged(t *testing.T) {
 	if _, changed := r.Episodes(true); changed {
 		t.Error("a new record reports a change")
 	}
-	r.Evicted("n2", false, "ns/p", t0.Add(time.Minute), "")
+	r.Evicted(Eviction{Node: "n2", Pod: "ns/p", At: t0.Add(time.Minute)})
 	r.Marked("n1", true, t0)
 
 	steps := []struct {
@@ -327,7 +367,7 @@ func TestRecordRestore(t *testing.T) {
 	}
 	r := NewRecord()
 	r.Marked("b", true, t0)
-	r.Evicted("b", false, "ns/p", t0, "")
+	r.Evicted(Eviction{Node: "b", Pod: "ns/p", At: t0})
 	loaded[2].Upstream.Evicted, loaded[2].Upstream.FirstEviction, loaded[2].Upstream.Pods = 1, ptr(t0.Add(-time.Minute)), []string{"ns/p"}
 	r.Restore(loaded)
 
@@ -345,7 +385,7 @@ func TestRecordRestore(t *testing.T) {
 		b.Upstream.NoExecute != corev1.TaintNodeUnreachable || b.Upstream.Evicted != 1 {
 		t.Errorf("episode of b = %+v, want the loaded one with this run's mark, the pod evicted counted once", b)
 	}
-	r.Evicted("b", false, "ns/p", t0.Add(time.Minute), "")
+	r.Evicted(Eviction{Node: "b", Pod: "ns/p", At: t0.Add(time.Minute)})
 	for _, e := range episodes(r) {
 		if e.Node == "b" && e.Upstream.Evicted != 1 {
 			t.Errorf("a pod the loaded episode lists counted again: %+v", e.Upstream)

@@ -183,7 +183,7 @@ func (s *Shadow) podDeleted(ctx context.Context, pod *corev1.Pod) {
 		return
 	}
 	name := pod.Namespace + "/" + pod.Name
-	s.Record.Evicted(pod.Spec.NodeName, true, name, now, "")
+	s.Record.Evicted(Eviction{Node: pod.Spec.NodeName, Pod: name, Ours: true, At: now, Decided: now})
 	actions.WithLabelValues(ActionEvict).Inc()
 	ctrl.LoggerFrom(ctx).Info("Dry run: would evict pod", "Pod", name, "Node", pod.Spec.NodeName)
 }

@@ -144,13 +144,14 @@ func (s *Shadow) observePod(ctx context.Context, obj any, gone bool) {
 			s.View.ForgetPod(pod.UID)
 		}
 	}()
-	if pod.Spec.NodeName == "" || (pod.DeletionTimestamp == nil && !gone) || !evictedByTaint(pod) {
+	decided, byTaint := taintEviction(pod)
+	if pod.Spec.NodeName == "" || (pod.DeletionTimestamp == nil && !gone) || !byTaint {
 		return
 	}
 	// The dry run writes nothing: a pod evicted in the cluster was evicted
 	// by the other controller, whether or not the dry run evicted it too.
 	name := pod.Namespace + "/" + pod.Name
-	if s.Record.hasPod(pod.Spec.NodeName, name) {
+	if s.Record.hasPod(pod.Spec.NodeName, name, decided) {
 		return
 	}
 	held := s.evictionHoldOf(pod.Spec.NodeName)
@@ -160,19 +161,17 @@ func (s *Shadow) observePod(ctx context.Context, obj any, gone bool) {
 	}
 	ctrl.LoggerFrom(ctx).Info("Dry run: the controller that decides evicted a pod",
 		"Pod", name, "Node", pod.Spec.NodeName, "heldHere", held)
-	s.Record.Evicted(pod.Spec.NodeName, false, name, s.Clock.Now(), held)
-	if due := s.View.Due(pod.UID); !due.IsZero() && held == "" {
-		s.Record.Due(pod.Spec.NodeName, due)
-	}
+	s.Record.Evicted(Eviction{Node: pod.Spec.NodeName, Pod: name, At: s.Clock.Now(), Decided: decided,
+		Held: held, Due: s.View.Due(pod.UID)})
 }
 
-// evictedByTaint reports whether the pod carries the DisruptionTarget
-// condition of a taint eviction.
-func evictedByTaint(pod *corev1.Pod) bool {
+// taintEviction reports whether the pod carries the DisruptionTarget
+// condition of a taint eviction, and when the condition was set.
+func taintEviction(pod *corev1.Pod) (time.Time, bool) {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == disruptionReason {
-			return true
+			return c.LastTransitionTime.Time, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }

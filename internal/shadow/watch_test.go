@@ -37,6 +37,27 @@ func TestObservePodCountsUpstreamAfterOurs(t *testing.T) {
 	}
 }
 
+// The other controller's eviction, stamped before the node's episode
+// ended but seen only after (the node's return and the pod's deletion come
+// by separate watches), is counted in that episode, and its later events
+// open no other.
+func TestObservePodCountsAStragglerInTheEpisodeItWasDecidedIn(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	s := New(NewRecord(), clk, nil)
+	s.Record.Marked("n1", false, t0)
+	clk.Step(5 * time.Second)
+	s.Record.Recovered("n1", clk.Now())
+	pod := evictedPodOn("n1", "a")
+	pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(clk.Now().Add(-time.Second))
+	clk.Step(time.Second)
+	s.observePod(context.Background(), pod, false)
+	s.observePod(context.Background(), pod, true)
+	es, _ := s.Record.Episodes(false)
+	if len(es) != 1 || es[0].Upstream.Evicted != 1 || es[0].Ended == nil {
+		t.Fatalf("episodes = %+v, want the one ended episode, with the pod evicted once", es)
+	}
+}
+
 // An upstream NoExecute taint without timeAdded is timed when first seen,
 // not at the zero time.
 func TestObserveNodeTimesAnUntimedTaint(t *testing.T) {
