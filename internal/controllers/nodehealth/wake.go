@@ -245,8 +245,8 @@ func (w *wakes) sendDue(ctx context.Context, now time.Time) bool {
 	return w.send(ctx, w.urgent, expired) && w.send(ctx, w.events, rest)
 }
 
-// handedAt returns when the node was handed to the work queue for its
-// passed deadline, if it was since its last look, and forgets it.
+// handedAt returns when the node was first handed to the work queue for
+// its passed deadline since its last look, if it was, and forgets it.
 func (w *wakes) handedAt(name string) (time.Time, bool) {
 	if w == nil {
 		return time.Time{}, false
@@ -269,8 +269,13 @@ func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*cor
 			return false
 		}
 		if to == w.urgent {
+			// The first hand-over since the node's last look stands: a
+			// node still waiting in the queue when the resync finds it
+			// overdue and hands it over again has waited since the first.
 			w.mu.Lock()
-			w.handed[name] = w.clock.Now()
+			if _, ok := w.handed[name]; !ok {
+				w.handed[name] = w.clock.Now()
+			}
 			w.mu.Unlock()
 		}
 	}
