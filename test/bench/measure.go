@@ -104,6 +104,11 @@ type turn struct {
 	// renewTime each Lease renewal of a node not stopped reached the
 	// bench's watch: whether the kubelets' heartbeats were held up.
 	LeaseLag summary `json:"leaseLagSeconds"`
+	// PodWriteLimit is, with --stop-zone, how many pod status writes a
+	// second the apiserver accepted from one client writing the dead
+	// zone's pods at our controller's concurrency, once they were all
+	// NotReady and before the nodes were resumed.
+	PodWriteLimit *podWriteLimit `json:"podWriteLimit,omitempty"`
 
 	// Profile and ProfileTop are the files of the CPU profile, if taken.
 	Profile    string `json:"profile,omitempty"`
@@ -298,6 +303,16 @@ func (r *turn) failAndRecover(ctx context.Context, proc *running, b *bench) erro
 		fmt.Printf("Every stopped node is %s, %s after the stop.\n", what, secs(r.AllTainted.Sub(r.Failed)))
 	}
 
+	if b.cfg.stopZone && !r.TaintTimeout {
+		fmt.Printf("Writing every pod of the stopped nodes once, %d at a time, to measure the apiserver's pod write rate ...\n", controllerPodWrites)
+		limit, err := measurePodWrites(ctx, b.env.Config, b.victims, controllerPodWrites)
+		if err != nil {
+			return err
+		}
+		r.PodWriteLimit = &limit
+		fmt.Printf("The apiserver accepted %d of %d pod writes in %.1fs: %.0f a second.\n",
+			limit.Pods-limit.Failed, limit.Pods, limit.Seconds, limit.PerSecond)
+	}
 	b.fleet.Resume(b.victims...)
 	all := len(b.fleet.Nodes())
 	if err := b.obs.waitFor(ctx, "every node to be Ready and untainted", 3*time.Minute, func() bool {

@@ -302,7 +302,7 @@ func setting(v float64, ok bool) func([]*turn) (float64, bool) {
 func tableRows(c benchConfig) []row {
 	every, err := time.ParseDuration(c.PodStatusEvery)
 	churn := err == nil && every > 0
-	return []row{
+	rows := []row{
 		{name: "nodes", format: "%.0f", value: setting(float64(c.Nodes), true)},
 		{name: "pods", format: "%.0f", value: setting(float64(c.Nodes*c.PodsPerNode), true)},
 		{name: "pod status interval, per pod (s)", format: "%.0f", value: setting(every.Seconds(), churn)},
@@ -344,6 +344,43 @@ func tableRows(c benchConfig) []row {
 		{name: "Lease renewal lag max, stop to recovery (s), median", format: "%.2f", ratio: true,
 			value: judged(func(r *turn) float64 { return r.LeaseLag.Max })},
 		{name: "false positives, all runs", format: "%.0f", value: total(func(r *turn) float64 { return float64(len(r.FalsePositives)) })},
+	}
+	if c.StopZone {
+		rows = append(rows, zoneRows...)
+	}
+	return rows
+}
+
+// zoneRows are the rows of a dead zone's run: its time against the time the
+// apiserver's pod write rate, measured in the same run, allows.
+var zoneRows = []row{
+	{name: fmt.Sprintf("pod writes/s the apiserver accepted, one client, %d in flight, median", controllerPodWrites), format: "%.0f",
+		value: median(func(r *turn) (float64, bool) {
+			if r.PodWriteLimit == nil {
+				return 0, false
+			}
+			return r.PodWriteLimit.PerSecond, true
+		})},
+	{name: "dead zone: first deadline to last pod NotReady (s), median", format: "%.1f", ratio: true,
+		value: median(zoneTime(func(took, _ time.Duration) float64 { return took.Seconds() }))},
+	{name: "the same at that write rate, at best (s), median", format: "%.1f",
+		value: median(zoneTime(func(_, bound time.Duration) float64 { return bound.Seconds() }))},
+	{name: "dead zone's time over the write rate's, median", format: "%.2f", ratio: true,
+		value: median(zoneTime(func(took, bound time.Duration) float64 { return took.Seconds() / bound.Seconds() }))},
+}
+
+// zoneTime reads a number from a run's dead zone times (zoneTimes), at the
+// pod write rate measured in the run.
+func zoneTime(of func(took, bound time.Duration) float64) func(*turn) (float64, bool) {
+	return func(r *turn) (float64, bool) {
+		if r.PodWriteLimit == nil {
+			return 0, false
+		}
+		took, bound, ok := zoneTimes(r.Stopped, r.PodWriteLimit.PerSecond)
+		if !ok || bound <= 0 {
+			return 0, false
+		}
+		return of(took, bound), true
 	}
 }
 
@@ -408,6 +445,14 @@ func (res *results) markdown() string {
   no Service routes to the node. With --stop-zone the run waits until every stopped node is marked
   and each of its pods NotReady, and at least two minutes from the stop: the taints the zone's rate
   allows in that time are counted, the others are "not tainted in time".
+- Dead zone (--stop-zone): once every pod of the zone was seen NotReady, and before the nodes
+  resumed, the bench wrote each of those pods' status once more, as our controller marks one (a
+  strategic merge patch of its Ready condition, bound to its UID), from one client of its own in
+  system:masters, without a client-side rate limit, as many at a time as our controller has in
+  flight at most; the pods' watch events fall in the contender's failure phase. The dead zone's time runs from the first of its nodes'
+  deadlines to the last pod seen NotReady; the time the write rate allows is the least a server
+  writing that many pods a second needs, each node's pods from its deadline on: the latest, over
+  the deadlines, of the time to it plus the time to write the pods due from it on.
 - Per mark: from the stop to the recovery, the requests about a stopped node of the kinds a mark is
   made of (a Node status patch or update, a live Node or Lease read), over the stopped nodes seen
   marked: up to and including the node's first status write (the mark), and after it (live reads
