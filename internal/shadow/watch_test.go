@@ -11,12 +11,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// evictedPodOn is a pod a taint eviction is deleting from the node.
-func evictedPodOn(node, name string) *corev1.Pod {
+// deletingPod is a pod a taint eviction is deleting from node n1.
+func deletingPod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
 			DeletionTimestamp: &metav1.Time{Time: t0}},
-		Spec: corev1.PodSpec{NodeName: node},
+		Spec: corev1.PodSpec{NodeName: "n1"},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
 			{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: disruptionReason},
 		}},
@@ -27,7 +27,7 @@ func evictedPodOn(node, name string) *corev1.Pod {
 // writes nothing, so the eviction seen in the cluster is the other's.
 func TestObservePodCountsUpstreamAfterOurs(t *testing.T) {
 	s := New(NewRecord(), clocktesting.NewFakeClock(t0), nil)
-	pod := evictedPodOn("n1", "a")
+	pod := deletingPod("a")
 	s.podDeleted(context.Background(), pod)
 	s.observePod(context.Background(), pod, false)
 	s.observePod(context.Background(), pod, false)
@@ -47,7 +47,7 @@ func TestObservePodCountsAStragglerInTheEpisodeItWasDecidedIn(t *testing.T) {
 	s.Record.Marked("n1", false, t0)
 	clk.Step(5 * time.Second)
 	s.Record.Recovered("n1", clk.Now())
-	pod := evictedPodOn("n1", "a")
+	pod := deletingPod("a")
 	pod.Status.Conditions[0].LastTransitionTime = metav1.NewTime(clk.Now().Add(-time.Second))
 	clk.Step(time.Second)
 	s.observePod(context.Background(), pod, false)
@@ -107,7 +107,7 @@ func TestObserveNodeTimesAMarkAtTheApiserversResolution(t *testing.T) {
 // back records the hold alone.
 func TestObservePodRecordsTheDeadlineAhead(t *testing.T) {
 	s := New(NewRecord(), clocktesting.NewFakeClock(t0), nil)
-	a, b := evictedPodOn("n1", "a"), evictedPodOn("n1", "b")
+	a, b := deletingPod("a"), deletingPod("b")
 	s.EvictionDue(b, t0.Add(2*time.Minute))
 	s.EvictionDue(a, t0.Add(time.Minute))
 	s.observePod(context.Background(), a, false)
