@@ -84,8 +84,8 @@ func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, linger time.D
 		return nil, fmt.Errorf("pod watch client: %w", err)
 	}
 	listers := func(sel string) toolscache.ListerWatcher {
-		return toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
-			func(o *metav1.ListOptions) { o.FieldSelector = sel })
+		return listThenWatch{toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
+			func(o *metav1.ListOptions) { o.FieldSelector = sel })}
 	}
 	return &Scoped{nodes: nodes, listers: listers, limit: limit, linger: linger, clock: clk,
 		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -213,6 +217,49 @@ func TestScopedAnswersNothingBeforeItHasListed(t *testing.T) {
 	g.Expect(watches(scopeNode)).To(Equal(1.0))
 	e.sweep(g)
 	g.Eventually(func() float64 { return watches(scopeNode) }).Should(BeZero())
+}
+
+func TestScopedListsThenWatchesWithoutStreaming(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	var lists, watchCalls []metav1.ListOptions
+	e := startWith(t, func(s *Scoped) {
+		made := s.listers
+		s.listers = func(sel string) toolscache.ListerWatcher {
+			lw, ok := made(sel).(listThenWatch)
+			if !ok {
+				t.Fatalf("pod watches are built on %T, not listThenWatch", made(sel))
+			}
+			seen := *lw.ListWatch
+			seen.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
+				mu.Lock()
+				lists = append(lists, o)
+				mu.Unlock()
+				return lw.ListWithContextFunc(ctx, o)
+			}
+			seen.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (apiwatch.Interface, error) {
+				mu.Lock()
+				watchCalls = append(watchCalls, o)
+				mu.Unlock()
+				return lw.WatchFuncWithContext(ctx, o)
+			}
+			return listThenWatch{&seen}
+		}
+	})
+	e.node(t, "n", corev1.ConditionUnknown)
+	e.pod(t, "p", "n")
+	g.Eventually(func(g Gomega) []string { return e.names(g, "n") }).Should(Equal([]string{"p"}))
+
+	// The pods were listed from the watch cache as it stood, then watched
+	// from there: no watch asked for its list streamed, which waits on the
+	// cache reaching etcd's latest revision.
+	mu.Lock()
+	defer mu.Unlock()
+	g.Expect(lists).NotTo(BeEmpty())
+	g.Expect(lists[0].ResourceVersion).To(Equal("0"))
+	for _, o := range watchCalls {
+		g.Expect(o.SendInitialEvents).To(BeNil(), "watch %+v", o)
+	}
 }
 
 func TestScopedExpectedNodeKeepsItsWatchForItsLinger(t *testing.T) {

@@ -28,6 +28,20 @@ type watch struct {
 	stop   context.CancelFunc
 }
 
+// listThenWatch lists pods, then watches them, where client-go would
+// otherwise stream the list in the watch. A streamed list waits for the
+// apiserver's watch cache to reach etcd's latest revision, and ends in an
+// error after three seconds when it does not: in the storm of writes a dead
+// zone brings, every such watch was begun again and again, and the pods of
+// the nodes it was for went unwritten. A list is served from the cache as
+// it stands; the watch that follows brings the rest, and every pod write
+// carries its pod's UID.
+type listThenWatch struct{ *toolscache.ListWatch }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector not to
+// stream the list.
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
 // listed reports whether the watch has listed its pods and told the
 // handlers of them.
 func (w *watch) listed() bool { return toolscache.IsDone(w.synced) }
