@@ -208,6 +208,22 @@ func (cs *census) inPools(pools []string) []string {
 	return cs.names(func(st NodeStatus) bool { return slices.Contains(pools, st.Pool) })
 }
 
+// ZoneStates counts the nodes into the zones of their pools, as the guard
+// does, and derives each zone's state under its pool's threshold: the
+// zones as a new leader would find them. Zones with no counted node are
+// left out.
+func ZoneStates(nodes []NodeStatus, threshold func(pool string) float64) map[ZoneID]ZoneSnapshot {
+	cs := newCensus()
+	var c Change
+	for _, st := range nodes {
+		cs.count(st, 1, &c)
+	}
+	for _, id := range c.Zones {
+		cs.restate(id, threshold(id.Pool))
+	}
+	return cs.snapshot()
+}
+
 // snapshot returns a copy of the zones with counted nodes.
 func (cs *census) snapshot() map[ZoneID]ZoneSnapshot {
 	out := make(map[ZoneID]ZoneSnapshot, len(cs.zones))

@@ -41,3 +41,34 @@ func TestSnapshotIsACopyOfOneMoment(t *testing.T) {
 		t.Fatal("changing the snapshot changed the guard")
 	}
 }
+
+// ZoneStates finds the zones a guard seeded with the same nodes holds,
+// whatever the mix of pools, zones, exclusions and maintenance.
+func TestZoneStatesAgreeWithTheGuard(t *testing.T) {
+	nodes := map[string]NodeStatus{}
+	var list []NodeStatus
+	for i := range 40 {
+		st := NodeStatus{Pool: []string{"", "p"}[i%2], Zone: fmt.Sprint("z", i%3), Ready: i%5 < 2,
+			Excluded: i%7 == 0, Maintenance: i%11 == 0 && i%5 >= 2}
+		nodes[fmt.Sprint("n", i)] = st
+		list = append(list, st)
+	}
+	g := NewGuard(Config{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.55})
+	g.SetPool("p", &Pool{Rates: Rates{Normal: 1}, UnhealthyZoneThreshold: 0.9}, t0)
+	g.Seed(nodes, nil, t0)
+	got := ZoneStates(list, func(pool string) float64 {
+		if pool == "p" {
+			return 0.9
+		}
+		return 0.55
+	})
+	want := g.Snapshot().Zones
+	if len(got) != len(want) || len(got) != 6 {
+		t.Fatalf("ZoneStates = %v, want the guard's %v", got, want)
+	}
+	for id, z := range want {
+		if got[id] != z {
+			t.Errorf("zone %v: ZoneStates %+v, guard %+v", id, got[id], z)
+		}
+	}
+}

@@ -2,7 +2,10 @@ package safety
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 )
@@ -17,9 +20,9 @@ const AnnotationFreeze = "health.nodelifecycle.io/partition-freeze"
 // EncodeFreeze returns the annotation's value for a freeze record.
 func EncodeFreeze(r disruption.Record) string { return encode(r) }
 
-// DecodeFreeze reads a freeze record from the annotation's value. A value
+// decodeFreeze reads a freeze record from the annotation's value. A value
 // that does not parse is an error: the caller decides what to make of it.
-func DecodeFreeze(v string) (disruption.Record, error) {
+func decodeFreeze(v string) (disruption.Record, error) {
 	var r disruption.Record
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
 		return r, fmt.Errorf("parse %s: %w", AnnotationFreeze, err)
@@ -57,4 +60,26 @@ func DecodeUnwatched(v string) ([]disruption.Span, error) {
 		}
 	}
 	return spans, nil
+}
+
+// KeptOn reads what the kube-node-lease Namespace keeps for a new leader:
+// the partition freeze and the unwatched spans. An annotation that does not
+// parse is left out, and said so in the error; the other is read all the
+// same.
+func KeptOn(ns *corev1.Namespace) (Kept, error) {
+	var kept Kept
+	var errs []error
+	if v, ok := ns.Annotations[AnnotationFreeze]; ok {
+		rec, err := decodeFreeze(v)
+		if err == nil {
+			kept.Freeze = &rec
+		}
+		errs = append(errs, err)
+	}
+	if v, ok := ns.Annotations[AnnotationUnwatched]; ok {
+		var err error
+		kept.Unwatched, err = DecodeUnwatched(v)
+		errs = append(errs, err)
+	}
+	return kept, errors.Join(errs...)
 }

@@ -22,31 +22,14 @@ import (
 // excused outage) still dates a silence from when it began. The
 // mark was written by the apiserver's clock, which the local one runs skew
 // ahead of: it is carried over to the local clock, so that a replica whose
-// clock runs ahead does not take fresh marks for old ones.
-//
-// A Ready node counts as Ready in every count, whatever its maintenance
-// conditions: only a node its maintenance holds, one that is down, leaves
-// the counts. A node in maintenance whose grace has not run out, down or
-// not yet, falls silent as planned: its silence is not counted towards a
-// freeze or a breaker. w is the node's maintenance window, and held whether
-// it holds the node.
+// clock runs ahead does not take fresh marks for old ones. The rest is
+// Counted's.
 func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt time.Time, w maintenance.Window, held bool, now time.Time) disruption.NodeStatus {
-	// A node in maintenance whose grace has not begun (it is Ready) or not
-	// run out.
-	planned := w.In() && (w.Until.IsZero() || held)
-	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node), Planned: planned}
-	ready := health.ReadyCondition(node)
-	if ready != nil && ready.Status == corev1.ConditionTrue {
-		st.Ready = true
-	}
-	st.Maintenance = held && !st.Ready
-	if st.Maintenance {
-		st.MaintenanceSince = w.Since
-	}
+	st := Counted(node, pool, w, held)
 	if v.Expired {
 		st.SilentSince = v.Deadline
 	}
-	if ready != nil && ready.Status == corev1.ConditionUnknown {
+	if ready := health.ReadyCondition(node); ready != nil && ready.Status == corev1.ConditionUnknown {
 		marked := ready.LastTransitionTime.Add(m.skewNow())
 		if marked.After(now) {
 			marked = now
@@ -60,6 +43,29 @@ func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt
 	return st
 }
 
+// Counted is how the zone, pool and freeze counts take the node, as the
+// cluster shows it, leaving out when it fell silent, which only the model
+// knows. w is the node's maintenance window, and held whether it holds the
+// node.
+//
+// A Ready node counts as Ready in every count, whatever its maintenance
+// conditions: only a node its maintenance holds, one that is down, leaves
+// the counts. A node in maintenance whose grace has not run out, down or
+// not yet, falls silent as planned: its silence is not counted towards a
+// freeze or a breaker.
+func Counted(node *corev1.Node, pool string, w maintenance.Window, held bool) disruption.NodeStatus {
+	// A node in maintenance whose grace has not begun (it is Ready) or not
+	// run out.
+	planned := w.In() && (w.Until.IsZero() || held)
+	st := disruption.NodeStatus{Pool: pool, Zone: disruption.ZoneKey(node), Excluded: disruption.Excluded(node), Planned: planned,
+		Ready: health.ReadyStatus(node) == corev1.ConditionTrue}
+	st.Maintenance = held && !st.Ready
+	if st.Maintenance {
+		st.MaintenanceSince = w.Since
+	}
+	return st
+}
+
 // stampSlack is how far a time this controller wrote into the API can run
 // ahead of one written at the same moment by another writer: a taint's
 // timeAdded is stamped a time the apiserver's clock has surely not reached
@@ -69,7 +75,27 @@ func (m *Model) status(node *corev1.Node, v health.Verdict, pool string, heardAt
 const stampSlack = 3 * time.Second
 
 // maintenance returns the node's maintenance window and whether it holds
-// the node at now.
+// the node at now, as MaintenanceOf, and keeps the grace it found, for
+// while the node's record of it cannot be written.
+func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time) (maintenance.Window, bool) {
+	w, held := MaintenanceOf(node, s, m.skewNow(), now)
+	if !w.In() || health.ReadyStatus(node) == corev1.ConditionTrue {
+		delete(m.graces, node.Name)
+		return w, false
+	}
+	if !w.Until.IsZero() {
+		if g, ok := m.graces[node.Name]; ok && g.Since.Equal(w.Since) && g.Until.Before(w.Until) {
+			w.Until = g.Until
+			held = w.Holds(now)
+		}
+		m.graces[node.Name] = MaintenanceGrace{Since: w.Since, Until: w.Until}
+	}
+	return w, held
+}
+
+// MaintenanceOf returns the node's maintenance window under its pool's
+// settings as the cluster keeps it, and whether it holds the node at now.
+// skew is how far the local clock runs ahead of the apiserver's.
 //
 // A maintenance grace runs once per failure within a maintenance: from the
 // later of the maintenance's start and the node ceasing to be Ready, to the
@@ -80,15 +106,11 @@ const stampSlack = 3 * time.Second
 // stays down in the same maintenance. It has surely ended, too, once an
 // eviction countdown began or went on within the maintenance (a NoExecute
 // taint, or a countdown record, dated after the maintenance began). Both
-// are what a new leader reads from the cluster; this process also keeps the
-// grace it found, for while the record cannot be written. A node Ready
-// again, or out of maintenance, ends it: a later failure gets a grace of
-// its own.
-func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time) (maintenance.Window, bool) {
-	skew := m.skewNow()
+// are what a new leader reads from the cluster. A node Ready again, or out
+// of maintenance, ends it: a later failure gets a grace of its own.
+func MaintenanceOf(node *corev1.Node, s policy.Settings, skew time.Duration, now time.Time) (maintenance.Window, bool) {
 	w := maintenance.Of(node, s.MaintenanceGrace, skew)
-	if ready := health.ReadyCondition(node); !w.In() || ready != nil && ready.Status == corev1.ConditionTrue {
-		delete(m.graces, node.Name)
+	if !w.In() || health.ReadyStatus(node) == corev1.ConditionTrue {
 		return w, false
 	}
 	if started := countdownStarted(node); !started.IsZero() && !w.Until.IsZero() {
@@ -109,12 +131,6 @@ func (m *Model) maintenance(node *corev1.Node, s policy.Settings, now time.Time)
 		if until := g.Until.Add(skew); until.Before(w.Until) {
 			w.Until = until
 		}
-	}
-	if !w.Until.IsZero() {
-		if g, ok := m.graces[node.Name]; ok && g.Since.Equal(w.Since) && g.Until.Before(w.Until) {
-			w.Until = g.Until
-		}
-		m.graces[node.Name] = MaintenanceGrace{Since: w.Since, Until: w.Until}
 	}
 	return w, w.Holds(now)
 }

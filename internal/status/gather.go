@@ -61,7 +61,8 @@ func Gather(ctx context.Context, c client.Reader, defaults policy.Settings, now 
 
 // freezeSince returns when the partition freeze the leader keeps on the
 // kube-node-lease Namespace began, or zero when it keeps none. A record that
-// does not parse is an error: the report must not say that no freeze holds.
+// does not parse is an error: the report must not say that no freeze holds,
+// nor show a namespace whose records a new leader would ignore as sound.
 func freezeSince(ctx context.Context, c client.Reader) (time.Time, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: corev1.NamespaceNodeLease}, ns); err != nil {
@@ -70,13 +71,12 @@ func freezeSince(ctx context.Context, c client.Reader) (time.Time, error) {
 		}
 		return time.Time{}, fmt.Errorf("read the partition freeze kept on namespace %s: %w", corev1.NamespaceNodeLease, err)
 	}
-	v, ok := ns.Annotations[safety.AnnotationFreeze]
-	if !ok {
-		return time.Time{}, nil
-	}
-	rec, err := safety.DecodeFreeze(v)
+	kept, err := safety.KeptOn(ns)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("namespace %s: %w", corev1.NamespaceNodeLease, err)
 	}
-	return rec.Since, nil
+	if kept.Freeze == nil {
+		return time.Time{}, nil
+	}
+	return kept.Freeze.Since, nil
 }

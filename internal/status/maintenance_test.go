@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodelifecycle/node-lifecycle-controller/api/v1alpha1"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // maintenanceInput is a cluster of three nodes, zones a and b, in which
@@ -101,6 +102,34 @@ func TestReportSaysWhatMaintenanceHolds(t *testing.T) {
 			"  Held:       partition freeze\n",
 			"  Maintenance: MaintenanceInProgress since 10:00:00Z, eviction held until 12:30:00Z\n",
 		},
+	}, {
+		// The grace the controller recorded on the node ends the hold,
+		// as it does for a new leader.
+		name: "grace recorded",
+		in: func() Input {
+			in := maintenanceInput(2*time.Hour, ten)
+			in.Nodes[1].Annotations = map[string]string{safety.AnnotationMaintenanceGrace: `{"since":"2026-11-23T10:00:00Z","until":"2026-11-23T11:30:00Z"}`}
+			return in
+		}(),
+		notReady: 1,
+		maint:    &Maintenance{Condition: "MaintenanceInProgress", Since: ptrTo(ten), HeldUntil: ptrTo(t0.Add(-30 * time.Minute))},
+		lines: []string{
+			"  Maintenance: MaintenanceInProgress since 10:00:00Z, hold ended at 11:30:00Z\n",
+		},
+		absent: []string{"Held:"},
+	}, {
+		// A Ready node in maintenance counts as Ready in its zone, as the
+		// controller counts it: only a node the maintenance holds down
+		// leaves the counts.
+		name: "ready node in maintenance",
+		in: func() Input {
+			in := maintenanceInput(2*time.Hour, ten)
+			in.Nodes[0].Status.Conditions = append(in.Nodes[0].Status.Conditions, corev1.NodeCondition{
+				Type: corev1.NodeMaintenanceInProgress, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ten)})
+			return in
+		}(),
+		held:  "node in maintenance (MaintenanceInProgress), until 12:30:00Z",
+		maint: &Maintenance{Condition: "MaintenanceInProgress", Since: ptrTo(ten), HeldUntil: ptrTo(t0.Add(30 * time.Minute)), Held: true},
 	}, {
 		// The flags turn maintenance off; the node's policy turns it on.
 		name: "policy's grace",

@@ -16,6 +16,7 @@ import (
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/maintenance"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/policy"
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
 // Input is what a report is built from.
@@ -148,47 +149,31 @@ func Build(in Input) Report {
 	}
 	settings := make(map[string]policy.Settings, len(in.Nodes))
 	windows := make(map[string]maintenance.Window, len(in.Nodes))
-	zones := map[disruption.ZoneID]*Zone{}
+	held := make(map[string]bool, len(in.Nodes))
+	counted := make([]disruption.NodeStatus, 0, len(in.Nodes))
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
 		s := in.Policies.For(n.Labels)
 		settings[n.Name] = s
-		// The conditions' times are read as stored, with no skew: the
-		// report does not measure how far this machine's clock runs from
-		// the apiserver's, as the controller does.
-		w := maintenance.Of(n, s.MaintenanceGrace, 0)
-		windows[n.Name] = w
-		// A node the controller counts in no zone is left out here too,
-		// or the zone states would not be the ones it acts on.
-		if disruption.Excluded(n) || w.Holds(in.Now) {
-			continue
-		}
-		id := disruption.ZoneID{Pool: s.Pool, Zone: disruption.ZoneKey(n)}
-		z := zones[id]
-		if z == nil {
-			z = &Zone{Pool: id.Pool, Name: id.Zone}
-			zones[id] = z
-		}
-		if ready := health.ReadyCondition(n); ready != nil && ready.Status == corev1.ConditionTrue {
-			z.Ready++
-		} else {
-			z.NotReady++
-		}
+		// The times are read as stored, with no skew: the report does not
+		// measure how far this machine's clock runs from the apiserver's,
+		// as the controller does.
+		w, h := safety.MaintenanceOf(n, s, 0, in.Now)
+		windows[n.Name], held[n.Name] = w, h
+		counted = append(counted, safety.Counted(n, s.Pool, w, h))
 	}
-	r.AllZonesDown = len(zones) > 0
-	zoneStates := map[disruption.ZoneID]disruption.ZoneState{}
-	for id, z := range zones {
-		threshold := in.Policies.Defaults().Disruption.UnhealthyZoneThreshold
+	zoneStates := disruption.ZoneStates(counted, func(pool string) float64 {
 		for _, p := range in.Policies.Pools() {
-			if p.Pool == id.Pool {
-				threshold = p.Disruption.UnhealthyZoneThreshold
+			if p.Pool == pool {
+				return p.Disruption.UnhealthyZoneThreshold
 			}
 		}
-		st := disruption.ZoneStateOf(disruption.Counts{Ready: z.Ready, NotReady: z.NotReady}, threshold)
-		zoneStates[id] = st
-		z.State = st.String()
-		r.AllZonesDown = r.AllZonesDown && st == disruption.ZoneFullDisruption
-		r.Zones = append(r.Zones, *z)
+		return in.Policies.Defaults().Disruption.UnhealthyZoneThreshold
+	})
+	r.AllZonesDown = len(zoneStates) > 0
+	for id, z := range zoneStates {
+		r.Zones = append(r.Zones, Zone{Pool: id.Pool, Name: id.Zone, Ready: z.Ready, NotReady: z.NotReady, State: z.State.String()})
+		r.AllZonesDown = r.AllZonesDown && z.State == disruption.ZoneFullDisruption
 	}
 	slices.SortFunc(r.Zones, func(a, b Zone) int { return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Name, b.Name)) })
 
@@ -233,9 +218,9 @@ func Build(in Input) Report {
 		}
 		w := windows[n.Name]
 		if w.In() {
-			out.Maintenance = maintenanceOf(w, in.Now)
+			out.Maintenance = maintenanceOf(w, held[n.Name])
 		}
-		out.Held = held(r, s, zoneStates[disruption.ZoneID{Pool: s.Pool, Zone: out.Zone}], blocked, w, in.Now)
+		out.Held = heldBy(r, s, zoneStates[disruption.ZoneID{Pool: s.Pool, Zone: out.Zone}].State, blocked, w, held[n.Name])
 		for _, p := range pods[n.Name] {
 			d := eviction.Deadline(p, n.Spec.Taints, s.PodEvictionTimeout, in.Now)
 			pod := Pod{Namespace: p.Namespace, Name: p.Name, DecidedBy: d.Cause.String(), Taint: d.Taint}
@@ -254,10 +239,10 @@ func Build(in Input) Report {
 	return r
 }
 
-// held says why the node's NoExecute tainting and eviction are held back:
+// heldBy says why the node's NoExecute tainting and eviction are held back:
 // the cluster-wide holds, then its pool's and zone's, then its maintenance,
 // in the order the controller tells them.
-func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[string]string, w maintenance.Window, now time.Time) string {
+func heldBy(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[string]string, w maintenance.Window, inMaintenance bool) string {
 	switch {
 	case r.PartitionFreeze != nil:
 		return HeldFreeze
@@ -269,7 +254,7 @@ func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[st
 		return HeldByPolicy + "not in force (see its Accepted condition), and its nodes held until it is fixed or deleted"
 	case s.Disruption.HaltFullZones && zone == disruption.ZoneFullDisruption:
 		return HeldByPolicy + "zone fully disrupted, and fullDisruption is Halt"
-	case w.Holds(now):
+	case inMaintenance:
 		why := HeldMaintenance + " (" + string(w.Condition) + ")"
 		if !w.Until.IsZero() {
 			why += ", until " + clock(w.Until)
@@ -279,9 +264,10 @@ func held(r Report, s policy.Settings, zone disruption.ZoneState, blocked map[st
 	return ""
 }
 
-// maintenanceOf reports a node's maintenance window as it stands at now.
-func maintenanceOf(w maintenance.Window, now time.Time) *Maintenance {
-	m := &Maintenance{Condition: string(w.Condition), Held: w.Holds(now)}
+// maintenanceOf reports a node's maintenance window, and whether it holds
+// the node.
+func maintenanceOf(w maintenance.Window, held bool) *Maintenance {
+	m := &Maintenance{Condition: string(w.Condition), Held: held}
 	if !w.Since.IsZero() {
 		m.Since = ptrTo(w.Since)
 	}

@@ -24,32 +24,21 @@ import (
 // leader that went on without them could lose a freeze its predecessor
 // held. A record that does not parse is no record, and said so.
 func (r *Reconciler) kept(ctx context.Context) (safety.Kept, error) {
-	var kept safety.Kept
 	ns := &corev1.Namespace{}
 	if err := r.d.APIReader.Get(ctx, client.ObjectKey{Name: LeaseNamespace}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
-			return kept, nil
+			return safety.Kept{}, nil
 		}
-		return kept, fmt.Errorf("read the partition freeze kept on namespace %s: %w", LeaseNamespace, err)
+		return safety.Kept{}, fmt.Errorf("read the partition freeze kept on namespace %s: %w", LeaseNamespace, err)
 	}
 	log := ctrl.LoggerFrom(ctx)
-	if v, ok := ns.Annotations[safety.AnnotationFreeze]; ok {
-		rec, err := safety.DecodeFreeze(v)
-		if err != nil {
-			log.Error(err, "Ignoring the partition freeze kept on the namespace", "Namespace", LeaseNamespace)
-		} else {
-			log.Info("Carrying on with the partition freeze kept in the cluster",
-				"since", rec.Since, "from", rec.From, "cooldownSince", rec.ClearSince)
-			kept.Freeze = &rec
-		}
+	kept, err := safety.KeptOn(ns)
+	if err != nil {
+		log.Error(err, "Ignoring what the namespace keeps that does not parse", "Namespace", LeaseNamespace)
 	}
-	if v, ok := ns.Annotations[safety.AnnotationUnwatched]; ok {
-		spans, err := safety.DecodeUnwatched(v)
-		if err != nil {
-			log.Error(err, "Ignoring the unwatched spans kept on the namespace", "Namespace", LeaseNamespace)
-		} else {
-			kept.Unwatched = spans
-		}
+	if rec := kept.Freeze; rec != nil {
+		log.Info("Carrying on with the partition freeze kept in the cluster",
+			"since", rec.Since, "from", rec.From, "cooldownSince", rec.ClearSince)
 	}
 	return kept, nil
 }
