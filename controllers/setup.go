@@ -212,7 +212,9 @@ func podsFor(mgr ctrl.Manager, opts options.Options, c client.Reader, clk clock.
 		}
 		return podscope.Cluster{Reader: c, Cache: mgr.GetCache()}, nil
 	}
-	scoped, err := podscope.NewScoped(mgr.GetConfig(), mgr.GetCache(), opts.PodWatchNodes, opts.NodeMonitorPeriod, clk)
+	// A node expected keeps its watch for two resyncs: each resync expects
+	// the nodes going quiet again, until they are marked.
+	scoped, err := podscope.NewScoped(mgr.GetConfig(), mgr.GetCache(), opts.PodWatchNodes, 2*opts.NodeMonitorPeriod, clk)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,9 @@ import (
 )
 
 // controllerPodWrites is how many pod status writes our controller has in
-// flight at most when a zone dies: the pods of podMarkWorkers (8) nodes,
-// podWorkers (16) of each at a time (internal/controllers/nodehealth).
-const controllerPodWrites = 8 * 16
+// flight at most when a zone dies: podWrites, shared by the nodes whose
+// pods are marked at once (internal/controllers/nodehealth).
+const controllerPodWrites = 128
 
 // podWriteLimit is what the apiserver accepted of one client writing the
 // dead zone's pod statuses as fast as it answered, in the run itself.

@@ -11,8 +11,14 @@ import (
 )
 
 // podMarkWorkers is how many nodes have their pods marked NotReady at once,
-// each with podWorkers of its pods in flight.
-const podMarkWorkers = 8
+// each with up to podWorkers of its pods in flight, and podWrites how many
+// pod writes they have in flight together: a node waiting for its live
+// read, or for the last of its pods, leaves its share of the writes to the
+// others.
+const (
+	podMarkWorkers = 32
+	podWrites      = 128
+)
 
 // podMarks marks the pods of the nodes the looks found silent NotReady, on
 // workers and a queue of its own: a look (a node's mark, its taints) never
@@ -27,12 +33,25 @@ const podMarkWorkers = 8
 type podMarks struct {
 	r     *Reconciler
 	queue workqueue.TypedRateLimitingInterface[string]
+	// slots holds a token per pod write in flight.
+	slots chan struct{}
 }
 
 func newPodMarks(r *Reconciler) *podMarks {
-	return &podMarks{r: r, queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+	return &podMarks{r: r, slots: make(chan struct{}, podWrites), queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: ControllerName + "-pods"})}
+}
+
+// write sends one pod write once fewer than podWrites are in flight.
+func (p *podMarks) write(ctx context.Context, send func() error) error {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.slots }()
+	return send()
 }
 
 // add asks for the node's pods to be marked NotReady.

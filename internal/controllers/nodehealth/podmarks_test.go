@@ -2,7 +2,10 @@ package nodehealth
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,5 +65,48 @@ func TestANodeBackByItsPodsTurnKeepsThem(t *testing.T) {
 	f.r.world.podMarks.next(context.Background())
 	if got := f.podReadyOf(t, "p1"); got != corev1.ConditionTrue {
 		t.Fatalf("pod Ready = %s: marked NotReady on a node back since its look", got)
+	}
+}
+
+// TestPodWritesShareTheirSlots: however many nodes' pods are marked at
+// once, no more than podWrites writes are in flight; one more waits for a
+// slot, and gives up when its context ends.
+func TestPodWritesShareTheirSlots(t *testing.T) {
+	p := newPodMarks(nil)
+	ctx := context.Background()
+	var running atomic.Int32
+	release := make(chan struct{})
+	done := make(chan error, podWrites)
+	for range podWrites {
+		go func() {
+			done <- p.write(ctx, func() error {
+				running.Add(1)
+				<-release
+				return nil
+			})
+		}()
+	}
+	for running.Load() < podWrites {
+		select {
+		case err := <-done:
+			t.Fatalf("a write ended before any was released: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// With every slot taken, one more write waits, until its context ends.
+	waiting, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	sent := false
+	if err := p.write(waiting, func() error { sent = true; return nil }); !errors.Is(err, context.DeadlineExceeded) || sent {
+		t.Fatalf("a write beyond the slots: sent %v, err %v; want it held back until its context ended", sent, err)
+	}
+	close(release)
+	for range podWrites {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.write(ctx, func() error { sent = true; return nil }); err != nil || !sent {
+		t.Fatalf("a write with slots free: sent %v, err %v", sent, err)
 	}
 }

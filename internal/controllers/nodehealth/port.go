@@ -49,9 +49,12 @@ func (p port) Live(ctx context.Context, name string) (*corev1.Node, *coordinatio
 // Lease reads the Lease of a node about to be marked; its pods are needed
 // once it is, and are listed meanwhile.
 func (p port) Lease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	p.r.pods().Expect(name)
+	p.Expect(name)
 	return getLease(ctx, p.r.d.APIReader, name)
 }
+
+// Expect has the node's pods listed, for a mark that may come.
+func (p port) Expect(name string) { p.r.pods().Expect(name) }
 
 // PatchStatus patches the node's status, locked to base's resourceVersion.
 func (p port) PatchStatus(ctx context.Context, base, node *corev1.Node) error {
@@ -78,7 +81,10 @@ func (p port) MarkPod(ctx context.Context, pod *corev1.Pod, now time.Time) error
 			c.LastTransitionTime = metav1.NewTime(now)
 		}
 	}
-	if err := p.r.d.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
+	err := p.r.world.podMarks.write(ctx, func() error {
+		return p.r.d.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base)))
+	})
+	if err != nil {
 		if patch.Replaced(err) {
 			return nil
 		}

@@ -21,6 +21,9 @@ type ResyncPort interface {
 	Cached(ctx context.Context, name string) *corev1.Node
 	// Settings returns the settings of the node's pool.
 	Settings(ctx context.Context, node *corev1.Node) policy.Settings
+	// Expect says the node may be marked before long: its pods are to be
+	// at hand by then.
+	Expect(name string)
 }
 
 // freezeKeeper tracks whether the cluster's copy of the partition freeze
@@ -54,7 +57,8 @@ func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change)
 // behind, looks at once at the nodes whose deadline passed without a
 // verdict, and at every node the cache shows short of what the model wants
 // of it (a node that needs its NoExecute taint, lacks it, and is neither
-// held nor waiting its turn), whatever wakes were lost. It returns the
+// held nor waiting its turn), whatever wakes were lost, and has the pods of
+// the nodes silent for half their grace listed. It returns the
 // tick's change and the number of those stray nodes.
 func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int) {
 	blind := x.see(ctx, p)
@@ -63,6 +67,14 @@ func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int
 	x.keep(ctx, p, false)
 	for _, name := range x.model.Overdue(now) {
 		p.Wake(name, safety.Next{At: now, Deadline: true})
+	}
+	if !blind {
+		// A node silent for half its grace has its pods listed while the
+		// rest of its grace runs: when a zone dies, the list of every pod
+		// takes seconds, and its nodes' pods wait for it after their marks.
+		for _, name := range x.model.Fading(now) {
+			p.Expect(name)
+		}
 	}
 	strays := 0
 	// Only the model's candidates are read: the nodes not judged healthy

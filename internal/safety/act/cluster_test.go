@@ -46,13 +46,16 @@ func (p *freezePort) KeepFreeze(_ context.Context, _ *disruption.Record, spans [
 	return nil
 }
 
-// outages is a Sight whose outages a test ends.
-type outages struct{ ended []disruption.Span }
+// outages is a Sight whose outages a test ends, blind while blind is set.
+type outages struct {
+	ended []disruption.Span
+	blind bool
+}
 
 func (o *outages) Take() (bool, []disruption.Span) {
 	ended := o.ended
 	o.ended = nil
-	return false, ended
+	return o.blind, ended
 }
 
 func newExecutor(sight Sight) *Executor {
@@ -192,5 +195,54 @@ func TestAnOutageTheLiveReadEndsIsExcusedBeforeTheMark(t *testing.T) {
 	}
 	if out.Mark != nil || p.patches != 0 {
 		t.Fatalf("marked a node whose silence an outage covers (mark %+v, %d patches)", out.Mark, p.patches)
+	}
+}
+
+// resyncPort is a leasePort that shows no node cached, and records the
+// nodes whose pods it is told to expect.
+type resyncPort struct {
+	leasePort
+	expected []string
+}
+
+func (p *resyncPort) Cached(context.Context, string) *corev1.Node { return nil }
+func (p *resyncPort) Settings(context.Context, *corev1.Node) policy.Settings {
+	return policy.Settings{}
+}
+func (p *resyncPort) Expect(name string) { p.expected = append(p.expected, name) }
+
+// TestResyncExpectsThePodsOfNodesGoingQuiet: a node silent for half its
+// grace has its pods asked for at each resync while the apiserver answers;
+// not before, and not while it is out of reach, when every node is silent
+// to the controller.
+func TestResyncExpectsThePodsOfNodesGoingQuiet(t *testing.T) {
+	o := &outages{}
+	x := newExecutor(o)
+	seed(x, safety.Kept{})
+	s := policy.Settings{Grace: health.Grace{Monitor: 40 * time.Second, Startup: time.Minute}}
+	ready := testobj.Condition(corev1.NodeReady, corev1.ConditionTrue, t0)
+	ready.LastHeartbeatTime = metav1.NewTime(t0)
+	node := testobj.Node("n", testobj.Conditions(ready))
+	lease := testobj.Lease("n", "n", t0)
+	p := &resyncPort{leasePort: leasePort{freezePort: freezePort{now: t0}, lease: lease}}
+	ctx := context.Background()
+	if _, err := x.Look(ctx, p, node, lease, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		after time.Duration
+		blind bool
+		want  int
+	}{
+		{after: 19 * time.Second},
+		{after: 20 * time.Second, want: 1},
+		{after: 25 * time.Second, blind: true, want: 1},
+		{after: 30 * time.Second, want: 2},
+	} {
+		p.now, o.blind = t0.Add(step.after), step.blind
+		x.Resync(ctx, p)
+		if len(p.expected) != step.want {
+			t.Fatalf("%v after the last heartbeat (blind %v): expected %v, want n %d times", step.after, step.blind, p.expected, step.want)
+		}
 	}
 }

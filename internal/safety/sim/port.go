@@ -129,6 +129,10 @@ func (p port) Settings(_ context.Context, node *corev1.Node) policy.Settings {
 	return p.c.w.settings(node)
 }
 
+// Expect does nothing: the simulated controller reads every node's pods
+// from the world whole, and has them at hand whenever it marks.
+func (p port) Expect(string) {}
+
 // MarkPod sets the pod NotReady in the world, unless writes are refused.
 func (p port) MarkPod(_ context.Context, pod *corev1.Pod, _ time.Time) error {
 	if !p.c.canWrite() {
