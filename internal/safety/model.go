@@ -201,7 +201,8 @@ func (m *Model) Look(in Input) Decision {
 	if v.Expired && !m.guard.Silent(node.Name) {
 		// The node has just gone silent: see how many others are fading
 		// with it before anything destructive is done to it.
-		d.Change = merge(d.Change, m.tick(now, in.Blind))
+		ticked, _ := m.tick(now, in.Blind)
+		d.Change = merge(d.Change, ticked)
 	}
 	m.seenTaint(node)
 	heardAt := m.tracker.HeardAt(node.Name)

@@ -78,7 +78,7 @@ func seed(t *testing.T, m *Model, nodes ...*corev1.Node) {
 	for _, n := range nodes {
 		look(m, n, alive)
 	}
-	if c := m.Tick(alive, false); !c.Decided {
+	if c, _ := m.Tick(alive, false); !c.Decided {
 		t.Fatalf("the wait after start did not end: %+v", c)
 	}
 }

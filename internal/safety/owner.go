@@ -32,10 +32,6 @@ func (m *Model) Deadline(name string) (time.Time, bool) { return m.tracker.Deadl
 // that says so: their look was lost, or is late.
 func (m *Model) Overdue(now time.Time) []string { return m.tracker.Overdue(now) }
 
-// Fading returns the nodes that went quiet recently, silent for at least
-// half their grace (health.Quiet): those a look may soon mark, or has.
-func (m *Model) Fading(now time.Time) []string { return m.tracker.Quiet(now, m.window).Fading }
-
 // SetPool gives the pool its disruption settings, nil for a pool whose
 // policy is gone. What that changes beyond the pool's nodes (its hold, its
 // zones' states) is returned by the next look or tick, which tell it; the

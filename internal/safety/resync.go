@@ -14,23 +14,25 @@ import (
 
 // Tick re-evaluates what changes with time alone: the nodes going quiet
 // within the freeze window, and whether every node is known well enough to
-// end the wait after start. While the apiserver is out of reach (blind)
-// nothing is re-evaluated: no heartbeat could be seen, and the time will be
-// excused from every node's silence once it answers.
-func (m *Model) Tick(now time.Time, blind bool) disruption.Change {
+// end the wait after start. It returns what changed, and the nodes fading:
+// silent for at least half their grace (health.Quiet), those a look may
+// soon mark, or has. While the apiserver is out of reach (blind) nothing is
+// re-evaluated and none is fading: no heartbeat could be seen, and the time
+// will be excused from every node's silence once it answers.
+func (m *Model) Tick(now time.Time, blind bool) (disruption.Change, []string) {
 	m.turn.Lock()
 	defer m.turn.Unlock()
 	return m.tick(now, blind)
 }
 
 // tick is Tick within a decision.
-func (m *Model) tick(now time.Time, blind bool) disruption.Change {
+func (m *Model) tick(now time.Time, blind bool) (disruption.Change, []string) {
 	c := merge(m.takePending(), m.guard.SetBlind(blind, now))
 	if blind {
-		return c
+		return c, nil
 	}
 	q := m.tracker.Quiet(now, m.window)
-	return merge(c, m.guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now))
+	return merge(c, m.guard.TickSooner(q.Fading, q.FadingSooner, q.Decided, now)), q.Fading
 }
 
 // Remove forgets a node that no longer exists, and returns what the guard

@@ -63,18 +63,17 @@ func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change)
 func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int) {
 	blind := x.see(ctx, p)
 	now := p.Now()
-	ch := x.Changed(ctx, p, x.model.Tick(now, blind))
+	ticked, fading := x.model.Tick(now, blind)
+	ch := x.Changed(ctx, p, ticked)
 	x.keep(ctx, p, false)
 	for _, name := range x.model.Overdue(now) {
 		p.Wake(name, safety.Next{At: now, Deadline: true})
 	}
-	if !blind {
-		// A node silent for half its grace has its pods listed while the
-		// rest of its grace runs: when a zone dies, the list of every pod
-		// takes seconds, and its nodes' pods wait for it after their marks.
-		for _, name := range x.model.Fading(now) {
-			p.Expect(name)
-		}
+	// A node silent for half its grace has its pods listed while the rest
+	// of its grace runs: when a zone dies, the list of every pod takes
+	// seconds, and its nodes' pods wait for it after their marks.
+	for _, name := range fading {
+		p.Expect(name)
 	}
 	strays := 0
 	// Only the model's candidates are read: the nodes not judged healthy
