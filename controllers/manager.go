@@ -27,8 +27,8 @@ import (
 // CacheOptions returns the cache settings the controllers need: Leases are
 // watched in kube-node-lease only, what nothing here reads (managed fields,
 // and the image lists in Node status) is dropped from every cached object,
-// and the informers of Nodes and Leases call their handlers in line (a
-// handler added to either must not block).
+// every informer lists, then watches, and those of Nodes and Leases call
+// their handlers in line (a handler added to either must not block).
 func CacheOptions() cache.Options {
 	return MergeCacheOptions(cache.Options{})
 }
@@ -39,9 +39,10 @@ func CacheOptions() cache.Options {
 // namespace (if the caller restricts the default namespaces), and, unless
 // the caller has a transform of its own, managed fields and Node image
 // lists dropped from every cached object (see StripUnread), and, unless
-// the caller has an informer constructor of its own, Node and Lease
-// informers that call their handlers in line, without a goroutine hand-off
-// per event and handler (a handler added to either must not block). What
+// the caller has an informer constructor of its own, informers that list,
+// then watch, and Node and Lease ones that call their handlers in line,
+// without a goroutine hand-off per event and handler (a handler added to
+// either must not block). What
 // the caller set otherwise is kept. A setting the controllers cannot work
 // with (Nodes, Leases or Pods narrowed by a selector, or Pods to some
 // namespaces) is refused by NewManager.
@@ -105,8 +106,14 @@ func StripUnread(obj any) (any, error) {
 // newInformer makes the informers of Nodes and Leases call their handlers
 // in line (package syncinformer): a Lease renewal, the bulk of the events
 // the controllers hear, then costs no goroutine hand-off. Every other kind
-// gets client-go's shared informer.
+// gets client-go's shared informer. Each lists, then watches, rather than
+// streaming its list (syncinformer.ListThenWatch): a replica that starts
+// while a zone's pods are written, a new leader most of all, must not wait
+// for the apiserver's writes to calm before its caches sync.
 func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	if w, ok := lw.(*toolscache.ListWatch); ok {
+		lw = syncinformer.ListThenWatch(w)
+	}
 	switch obj.(type) {
 	case *corev1.Node, *coordinationv1.Lease:
 		return syncinformer.New(lw, obj, resync, indexers)

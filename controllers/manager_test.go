@@ -1,15 +1,21 @@
 package controllers
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -141,5 +147,50 @@ func TestTheManagersClientHasNoClientSideRateLimit(t *testing.T) {
 	}
 	if cfg.QPS != 20 || cfg.Burst != 30 {
 		t.Fatalf("the config was changed to QPS %v, burst %d", cfg.QPS, cfg.Burst)
+	}
+}
+
+// TestInformersListThenWatch: every informer of the manager's cache lists
+// at resourceVersion 0, from the apiserver's watch cache as it stands, then
+// watches; none asks for its list streamed in the watch, which fails while
+// the watch cache lags behind etcd, as it does in a storm of writes.
+func TestInformersListThenWatch(t *testing.T) {
+	for _, obj := range []client.Object{&corev1.Node{}, &coordinationv1.Lease{}, &corev1.Pod{}} {
+		var mu sync.Mutex
+		var lists, watches []metav1.ListOptions
+		lw := &toolscache.ListWatch{
+			ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				lists = append(lists, o)
+				return &corev1.List{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}, nil
+			},
+			WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				watches = append(watches, o)
+				return watch.NewFake(), nil
+			},
+		}
+		inf := newInformer(lw, obj, 0, toolscache.Indexers{})
+		// A streamed list never syncs here: the fake watch sends no
+		// bookmark to end it. The bound only keeps the test from hanging.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		go inf.RunWithContext(ctx)
+		if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			cancel()
+			t.Fatalf("%T: the informer did not sync", obj)
+		}
+		cancel()
+		mu.Lock()
+		if len(lists) == 0 || lists[0].ResourceVersion != "0" {
+			t.Errorf("%T: lists = %+v, want the first at resourceVersion 0", obj, lists)
+		}
+		for _, o := range watches {
+			if o.SendInitialEvents != nil {
+				t.Errorf("%T: a watch asked for its list streamed: %+v", obj, o)
+			}
+		}
+		mu.Unlock()
 	}
 }

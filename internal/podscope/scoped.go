@@ -32,7 +32,7 @@ type Scoped struct {
 	Log logr.Logger
 
 	nodes   cache.Informers
-	listers func(fieldSelector string) toolscache.ListerWatcher
+	listers func(fieldSelector string) *toolscache.ListWatch
 	limit   int
 	clock   clock.WithTicker
 	// linger is how long a node expected, or whose pods were asked for,
@@ -83,9 +83,9 @@ func NewScoped(cfg *rest.Config, nodes cache.Informers, limit int, linger time.D
 	if err != nil {
 		return nil, fmt.Errorf("pod watch client: %w", err)
 	}
-	listers := func(sel string) toolscache.ListerWatcher {
-		return listThenWatch{toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
-			func(o *metav1.ListOptions) { o.FieldSelector = sel })}
+	listers := func(sel string) *toolscache.ListWatch {
+		return toolscache.NewFilteredListWatchFromClient(cs.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
+			func(o *metav1.ListOptions) { o.FieldSelector = sel })
 	}
 	return &Scoped{nodes: nodes, listers: listers, limit: limit, linger: linger, clock: clk,
 		wanted: map[string]*wanted{}, subs: map[*subscriber]struct{}{}}, nil

@@ -225,12 +225,9 @@ func TestScopedListsThenWatchesWithoutStreaming(t *testing.T) {
 	var lists, watchCalls []metav1.ListOptions
 	e := startWith(t, func(s *Scoped) {
 		made := s.listers
-		s.listers = func(sel string) toolscache.ListerWatcher {
-			lw, ok := made(sel).(listThenWatch)
-			if !ok {
-				t.Fatalf("pod watches are built on %T, not listThenWatch", made(sel))
-			}
-			seen := *lw.ListWatch
+		s.listers = func(sel string) *toolscache.ListWatch {
+			lw := made(sel)
+			seen := *lw
 			seen.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (k8sruntime.Object, error) {
 				mu.Lock()
 				lists = append(lists, o)
@@ -243,7 +240,7 @@ func TestScopedListsThenWatchesWithoutStreaming(t *testing.T) {
 				mu.Unlock()
 				return lw.WatchFuncWithContext(ctx, o)
 			}
-			return listThenWatch{&seen}
+			return &seen
 		}
 	})
 	e.node(t, "n", corev1.ConditionUnknown)

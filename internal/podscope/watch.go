@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodelifecycle/node-lifecycle-controller/internal/syncinformer"
 )
 
 // byNode indexes the pods of the watch of every pod by their node.
@@ -28,20 +30,6 @@ type watch struct {
 	stop   context.CancelFunc
 }
 
-// listThenWatch lists pods, then watches them, where client-go would
-// otherwise stream the list in the watch. A streamed list waits for the
-// apiserver's watch cache to reach etcd's latest revision, and ends in an
-// error after three seconds when it does not: in the storm of writes a dead
-// zone brings, every such watch was begun again and again, and the pods of
-// the nodes it was for went unwritten. A list is served from the cache as
-// it stands; the watch that follows brings the rest, and every pod write
-// carries its pod's UID.
-type listThenWatch struct{ *toolscache.ListWatch }
-
-// IsWatchListSemanticsUnSupported tells client-go's reflector not to
-// stream the list.
-func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
-
 // listed reports whether the watch has listed its pods and told the
 // handlers of them.
 func (w *watch) listed() bool { return toolscache.IsDone(w.synced) }
@@ -56,7 +44,7 @@ func (s *Scoped) startWatch(node string) *watch {
 	} else {
 		sel = fields.OneTermEqualSelector("spec.nodeName", node).String()
 	}
-	inf := toolscache.NewSharedIndexInformerWithOptions(s.listers(sel), &corev1.Pod{},
+	inf := toolscache.NewSharedIndexInformerWithOptions(syncinformer.ListThenWatch(s.listers(sel)), &corev1.Pod{},
 		toolscache.SharedIndexInformerOptions{Indexers: indexers})
 	// Nothing here reads managed fields; they are most of a pod's size.
 	_ = inf.SetTransform(stripManagedFields)
