@@ -42,10 +42,9 @@ func CacheOptions() cache.Options {
 // the caller has an informer constructor of its own, informers that list,
 // then watch, and Node and Lease ones that call their handlers in line,
 // without a goroutine hand-off per event and handler (a handler added to
-// either must not block). What
-// the caller set otherwise is kept. A setting the controllers cannot work
-// with (Nodes, Leases or Pods narrowed by a selector, or Pods to some
-// namespaces) is refused by NewManager.
+// either must not block). What the caller set otherwise is kept. A setting
+// the controllers cannot work with (Nodes, Leases or Pods narrowed by a
+// selector, or Pods to some namespaces) is refused by NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
 	if o.DefaultTransform == nil {
 		o.DefaultTransform = StripUnread
