@@ -39,18 +39,24 @@ func CacheOptions() cache.Options {
 // namespace (if the caller restricts the default namespaces), and, unless
 // the caller has a transform of its own, managed fields and Node image
 // lists dropped from every cached object (see StripUnread), and, unless
-// the caller has an informer constructor of its own, informers that list,
-// then watch, and Node and Lease ones that call their handlers in line,
-// without a goroutine hand-off per event and handler (a handler added to
-// either must not block). What the caller set otherwise is kept. A setting
+// the caller has an informer constructor of its own, informers that list
+// in pages, then watch (stripping each page as it comes, unless the caller
+// transforms anything itself), and Node and Lease ones that call their
+// handlers in line, without a goroutine hand-off per event and handler (a
+// handler added to either must not block). What the caller set otherwise
+// is kept. A setting
 // the controllers cannot work with (Nodes, Leases or Pods narrowed by a
 // selector, or Pods to some namespaces) is refused by NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
+	var strip toolscache.TransformFunc
+	if !transforms(o) {
+		strip = StripUnread
+	}
 	if o.DefaultTransform == nil {
 		o.DefaultTransform = StripUnread
 	}
 	if o.NewInformer == nil {
-		o.NewInformer = newInformer
+		o.NewInformer = newInformer(strip)
 	}
 	byObject := maps.Clone(o.ByObject)
 	if byObject == nil {
@@ -102,23 +108,44 @@ func StripUnread(obj any) (any, error) {
 	return obj, nil
 }
 
-// newInformer makes the informers of Nodes and Leases call their handlers
-// in line (package syncinformer): a Lease renewal, the bulk of the events
-// the controllers hear, then costs no goroutine hand-off. Every other kind
-// gets client-go's shared informer. Each lists, then watches, rather than
-// streaming its list (syncinformer.ListThenWatch): a replica that starts
-// while a zone's pods are written, a new leader most of all, must not wait
-// for the apiserver's writes to calm before its caches sync.
-func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	if w, ok := lw.(*toolscache.ListWatch); ok {
-		lw = syncinformer.ListThenWatch(w)
+// newInformer returns the cache's informer constructor. Its informers of
+// Nodes and Leases call their handlers in line (package syncinformer): a
+// Lease renewal, the bulk of the events the controllers hear, then costs
+// no goroutine hand-off. Every other kind gets client-go's shared
+// informer. Each lists, then watches, rather than streaming its list: a
+// replica that starts while a zone's pods are written, a new leader most
+// of all, must not wait for the apiserver's writes to calm before its
+// caches sync. The first list is consistent and in pages, each passed
+// through strip (if not nil) as it comes (syncinformer.ListInPages), so
+// that a fleet's image lists are never all held at once.
+func newInformer(strip toolscache.TransformFunc) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if w, ok := lw.(*toolscache.ListWatch); ok {
+			lw = syncinformer.ListInPages(w, strip)
+		}
+		switch obj.(type) {
+		case *corev1.Node, *coordinationv1.Lease:
+			return syncinformer.New(lw, obj, resync, indexers)
+		default:
+			return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+		}
 	}
-	switch obj.(type) {
-	case *corev1.Node, *coordinationv1.Lease:
-		return syncinformer.New(lw, obj, resync, indexers)
-	default:
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+}
+
+// transforms reports whether the caller's settings have a transform of
+// their own: by default, by object, or by namespace within either.
+func transforms(o cache.Options) bool {
+	if o.DefaultTransform != nil {
+		return true
 	}
+	configs := slices.Collect(maps.Values(o.DefaultNamespaces))
+	for _, by := range o.ByObject {
+		if by.Transform != nil {
+			return true
+		}
+		configs = slices.AppendSeq(configs, maps.Values(by.Namespaces))
+	}
+	return slices.ContainsFunc(configs, func(c cache.Config) bool { return c.Transform != nil })
 }
 
 // checkCache refuses cache settings under which the controllers would miss

@@ -151,9 +151,10 @@ func TestTheManagersClientHasNoClientSideRateLimit(t *testing.T) {
 }
 
 // TestInformersListThenWatch: every informer of the manager's cache lists
-// at resourceVersion 0, from the apiserver's watch cache as it stands, then
-// watches; none asks for its list streamed in the watch, which fails while
-// the watch cache lags behind etcd, as it does in a storm of writes.
+// at the latest revision, in pages, then watches; none asks for its list
+// streamed in the watch, which fails while the watch cache lags behind
+// etcd, as it does in a storm of writes (a consistent list is served from
+// etcd then).
 func TestInformersListThenWatch(t *testing.T) {
 	for _, obj := range []client.Object{&corev1.Node{}, &coordinationv1.Lease{}, &corev1.Pod{}} {
 		var mu sync.Mutex
@@ -172,7 +173,7 @@ func TestInformersListThenWatch(t *testing.T) {
 				return watch.NewFake(), nil
 			},
 		}
-		inf := newInformer(lw, obj, 0, toolscache.Indexers{})
+		inf := newInformer(StripUnread)(lw, obj, 0, toolscache.Indexers{})
 		// A streamed list never syncs here: the fake watch sends no
 		// bookmark to end it. The bound only keeps the test from hanging.
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -183,8 +184,8 @@ func TestInformersListThenWatch(t *testing.T) {
 		}
 		cancel()
 		mu.Lock()
-		if len(lists) == 0 || lists[0].ResourceVersion != "0" {
-			t.Errorf("%T: lists = %+v, want the first at resourceVersion 0", obj, lists)
+		if len(lists) == 0 || lists[0].ResourceVersion != "" || lists[0].Limit != 500 {
+			t.Errorf("%T: lists = %+v, want the first at the latest revision, in pages of 500", obj, lists)
 		}
 		for _, o := range watches {
 			if o.SendInitialEvents != nil {
