@@ -27,8 +27,9 @@ import (
 // CacheOptions returns the cache settings the controllers need: Leases are
 // watched in kube-node-lease only, what nothing here reads (managed fields,
 // and the image lists in Node status) is dropped from every cached object,
-// every informer lists, then watches, and those of Nodes and Leases call
-// their handlers in line (a handler added to either must not block).
+// every informer lists in pages, then watches, and those of Nodes and
+// Leases call their handlers in line (a handler added to either must not
+// block).
 func CacheOptions() cache.Options {
 	return MergeCacheOptions(cache.Options{})
 }
@@ -44,9 +45,9 @@ func CacheOptions() cache.Options {
 // transforms anything itself), and Node and Lease ones that call their
 // handlers in line, without a goroutine hand-off per event and handler (a
 // handler added to either must not block). What the caller set otherwise
-// is kept. A setting
-// the controllers cannot work with (Nodes, Leases or Pods narrowed by a
-// selector, or Pods to some namespaces) is refused by NewManager.
+// is kept. A setting the controllers cannot work with (Nodes, Leases or
+// Pods narrowed by a selector, or Pods to some namespaces) is refused by
+// NewManager.
 func MergeCacheOptions(o cache.Options) cache.Options {
 	var strip toolscache.TransformFunc
 	if !transforms(o) {

@@ -71,6 +71,48 @@ func TestMergeCacheOptionsKeepsTheCallersTransform(t *testing.T) {
 	}
 }
 
+// TestPagesAreStrippedUnlessTheCallerTransforms: the informers strip each
+// listed page as it comes with the controllers' own transform, and leave
+// it whole when the caller transforms anything itself, by default, by
+// object or by namespace, since the caller's transform may read what
+// StripUnread drops.
+func TestPagesAreStrippedUnlessTheCallerTransforms(t *testing.T) {
+	mine := func(o any) (any, error) { return o, nil }
+	for _, c := range []struct {
+		name  string
+		opts  cache.Options
+		strip bool
+	}{
+		{"none", cache.Options{}, true},
+		{"by default", cache.Options{DefaultTransform: mine}, false},
+		{"by object", cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: mine}}}, false},
+		{"by namespace", cache.Options{DefaultNamespaces: map[string]cache.Config{"team-a": {Transform: mine}}}, false},
+		{"by object and namespace", cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{"team-a": {Transform: mine}}}}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			page := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: []corev1.Node{{
+				ObjectMeta: metav1.ObjectMeta{Name: "n1"},
+				Status:     corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"registry.example/app:v1"}}}},
+			}}}
+			lw := &toolscache.ListWatch{
+				ListWithContextFunc:  func(context.Context, metav1.ListOptions) (runtime.Object, error) { return page, nil },
+				WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+			}
+			inf := MergeCacheOptions(c.opts).NewInformer(lw, &corev1.Node{}, 0, toolscache.Indexers{})
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			go inf.RunWithContext(ctx)
+			if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				t.Fatal("the informer did not sync")
+			}
+			if stripped := page.Items[0].Status.Images == nil; stripped != c.strip {
+				t.Errorf("page stripped: %v, want %v", stripped, c.strip)
+			}
+		})
+	}
+}
+
 func TestCheckCacheRefusesWhatHidesNodesOrPods(t *testing.T) {
 	for _, c := range []struct {
 		name string
