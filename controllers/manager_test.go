@@ -169,6 +169,12 @@ func TestStripUnreadDropsImagesAndManagedFieldsOnly(t *testing.T) {
 	if len(kept) != 1 || kept[0].Manager != "kube-controller-manager" || strings.Contains(kept[0].FieldsV1.GetRawString(), "images") {
 		t.Errorf("a marked Node keeps %+v, want kube-controller-manager's entry trimmed to its mark", kept)
 	}
+	// A listed page is stripped, then stored and stripped again: the
+	// second pass keeps what the first kept.
+	once := got.(*corev1.Node).DeepCopy()
+	if twice, _ := StripUnread(got); !equality.Semantic.DeepEqual(twice, once) {
+		t.Errorf("stripped twice: %+v, want as once: %+v", twice, once)
+	}
 }
 
 // TestTheManagersClientHasNoClientSideRateLimit: the client NewManager
