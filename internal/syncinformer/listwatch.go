@@ -32,9 +32,9 @@ func ListThenWatch(lw *cache.ListWatch) cache.ListerWatcher { return listThenWat
 // most. A list at resourceVersion 0 comes whole, and the reflector holds
 // every object as decoded (a Node's image list and all) until the last is
 // stored: the peak of a process's memory, well above what it keeps. In
-// pages, what transform drops from one goes before the next is read. The informer
-// transforms each object again as it stores it, so transform must be
-// idempotent, as client-go asks of every transform.
+// pages, what transform drops from one goes before the next is read. The
+// informer transforms each object again as it stores it, so transform must
+// be idempotent, as client-go recommends of every transform.
 func ListInPages(lw *cache.ListWatch, transform cache.TransformFunc) cache.ListerWatcher {
 	return listThenWatch{ListWatch: lw, paged: true, transform: transform}
 }
@@ -60,7 +60,7 @@ func (l listThenWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 // paged, the page is asked for at the latest revision instead, which it
 // honors. A relist at the revision last seen is left as asked.
 func (l listThenWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if l.paged && opts.ResourceVersion == "0" {
+	if l.paged && opts.ResourceVersion == "0" && opts.ResourceVersionMatch == "" {
 		opts.ResourceVersion = ""
 	}
 	list, err := l.ListWatch.ListWithContext(ctx, opts)
