@@ -242,7 +242,23 @@ func (w *wakes) move(q queued, d time.Time) {
 // passed ahead of the rest; false when ctx ended first.
 func (w *wakes) sendDue(ctx context.Context, now time.Time) bool {
 	expired, rest := w.due(now)
+	w.hand(expired, now)
 	return w.send(ctx, w.urgent, expired) && w.send(ctx, w.events, rest)
+}
+
+// hand notes that the nodes whose deadline passed are handed to the work
+// queue at now, before they are sent: a look that follows the send then
+// always finds it. The first hand-over since the node's last look stands: a
+// node still waiting in the queue when the resync finds it overdue and hands
+// it over again has waited since the first.
+func (w *wakes) hand(names []string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, name := range names {
+		if _, ok := w.handed[name]; !ok {
+			w.handed[name] = now
+		}
+	}
 }
 
 // handedAt returns when the node was first handed to the work queue for
@@ -267,16 +283,6 @@ func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*cor
 		case to <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
 		case <-ctx.Done():
 			return false
-		}
-		if to == w.urgent {
-			// The first hand-over since the node's last look stands: a
-			// node still waiting in the queue when the resync finds it
-			// overdue and hands it over again has waited since the first.
-			w.mu.Lock()
-			if _, ok := w.handed[name]; !ok {
-				w.handed[name] = w.clock.Now()
-			}
-			w.mu.Unlock()
 		}
 	}
 	return true
