@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/disruption"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
@@ -257,5 +258,24 @@ func TestPodsNotListedYetAreEvictedOnceTheyAre(t *testing.T) {
 	run(t, r)
 	if exists(t, c, "p") {
 		t.Fatal("pod past its deadline kept once listed")
+	}
+}
+
+// TestOnlyTaintedNodesAreLookedAtWhenFirstSeen: a starting controller sees
+// every Node as created; it queues those with a NoExecute taint, whose pods
+// may be due, and none of the rest.
+func TestOnlyTaintedNodesAreLookedAtWhenFirstSeen(t *testing.T) {
+	for _, tc := range []struct {
+		node *corev1.Node
+		want bool
+	}{
+		{testobj.Node("healthy"), false},
+		{testobj.Node("cordoned", testobj.Taints(corev1.TaintEffectNoSchedule, corev1.TaintNodeUnschedulable)), false},
+		{testobj.Node("unreachable", testobj.Taints(corev1.TaintEffectNoExecute, corev1.TaintNodeUnreachable)), true},
+		{testobj.Node("other", testobj.Taints(corev1.TaintEffectNoSchedule, "a"), testobj.Taints(corev1.TaintEffectNoExecute, "b")), true},
+	} {
+		if got := createdWithNoExecute(event.CreateEvent{Object: tc.node}); got != tc.want {
+			t.Errorf("node %s first seen with taints %v: queued %v, want %v", tc.node.Name, tc.node.Spec.Taints, got, tc.want)
+		}
 	}
 }
