@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -68,17 +67,10 @@ func (s *Shadow) Store(reader client.Reader, writer client.Client, key types.Nam
 }
 
 // Restore takes the episodes an earlier run kept into the Record and the
-// View, tells the pod eviction controller of each node the dry run had
-// tainted NoExecute, whose Node shows no such taint of its own to queue it,
-// and lets reads waiting for them go on.
+// View, and lets reads waiting for them go on.
 func (s *Shadow) Restore(episodes []Episode) {
 	s.Record.Restore(episodes)
 	s.View.Seed(episodes)
-	for _, e := range episodes {
-		if e.Ended == nil && e.Ours.NoExecute != "" {
-			s.nudge(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.Node}})
-		}
-	}
 	if s.restored != nil {
 		s.restoreOnce.Do(func() { close(s.restored) })
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -197,30 +196,4 @@ func TestStoreWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStored(2)
-}
-
-// A restored node the dry run had tainted NoExecute, and whose episode is
-// open, is sent to the pod eviction controller: its Node carries no taint
-// of ours for the controller to see as it starts. A node whose episode
-// ended, or that it only marked, is not.
-func TestRestoreNudgesTheNodesTaintedNoExecute(t *testing.T) {
-	ended := t0.Add(time.Minute)
-	s := New(NewRecord(), clocktesting.NewFakeClock(t0), nil)
-	s.Restore([]Episode{
-		{Node: "tainted", Ours: Side{Marked: at(0), NoExecute: corev1.TaintNodeUnreachable, NoExecuteAdded: at(0)}},
-		{Node: "marked", Ours: Side{Marked: at(0)}},
-		{Node: "recovered", Ours: Side{Marked: at(0), NoExecute: corev1.TaintNodeUnreachable, NoExecuteAdded: at(0)}, Ended: &ended},
-	})
-	var got []string
-	for done := false; !done; {
-		select {
-		case e := <-s.Nudges():
-			got = append(got, e.Object.Name)
-		default:
-			done = true
-		}
-	}
-	if !slices.Equal(got, []string{"tainted"}) {
-		t.Fatalf("nudged %v after the restore, want [tainted]", got)
-	}
 }

@@ -263,8 +263,10 @@ func TestPodsNotListedYetAreEvictedOnceTheyAre(t *testing.T) {
 
 // TestOnlyTaintedNodesAreLookedAtWhenFirstSeen: a starting controller sees
 // every Node as created; it queues those with a NoExecute taint, whose pods
-// may be due, and none of the rest.
+// may be due, and none of the rest. A dry run, whose taints are on no Node,
+// queues them all.
 func TestOnlyTaintedNodesAreLookedAtWhenFirstSeen(t *testing.T) {
+	dry := &Reconciler{Nudges: make(chan event.TypedGenericEvent[*corev1.Node])}
 	for _, tc := range []struct {
 		node *corev1.Node
 		want bool
@@ -274,8 +276,12 @@ func TestOnlyTaintedNodesAreLookedAtWhenFirstSeen(t *testing.T) {
 		{testobj.Node("unreachable", testobj.Taints(corev1.TaintEffectNoExecute, corev1.TaintNodeUnreachable)), true},
 		{testobj.Node("other", testobj.Taints(corev1.TaintEffectNoSchedule, "a"), testobj.Taints(corev1.TaintEffectNoExecute, "b")), true},
 	} {
-		if got := createdWithNoExecute(event.CreateEvent{Object: tc.node}); got != tc.want {
+		e := event.CreateEvent{Object: tc.node}
+		if got := (&Reconciler{}).firstSeen(e); got != tc.want {
 			t.Errorf("node %s first seen with taints %v: queued %v, want %v", tc.node.Name, tc.node.Spec.Taints, got, tc.want)
+		}
+		if !dry.firstSeen(e) {
+			t.Errorf("node %s first seen by a dry run: not queued", tc.node.Name)
 		}
 	}
 }

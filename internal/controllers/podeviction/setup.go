@@ -22,16 +22,17 @@ const ControllerName = "pod-eviction"
 const Workers = 8
 
 // SetupWithManager registers the reconciler: it watches Nodes that carry
-// NoExecute taints when first seen or whose NoExecute taints change, and pods
-// whose binding or tolerations change. Without Pods, pods must be indexed by
-// node in the manager's cache (index.Register).
+// NoExecute taints when first seen (every Node, in a dry run) or whose
+// NoExecute taints change, and pods whose binding or tolerations change.
+// Without Pods, pods must be indexed by node in the manager's cache
+// (index.Register).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Pods == nil {
 		r.Pods = podscope.Cluster{Reader: r.Client, Cache: mgr.GetCache()}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{CreateFunc: createdWithNoExecute, UpdateFunc: noExecuteTaintsChanged})).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{CreateFunc: r.firstSeen, UpdateFunc: noExecuteTaintsChanged})).
 		WatchesRawSource(r.Pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podEvictionInputsChanged})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.ReconcileTimeout})
 	if r.Nudges != nil {
@@ -47,13 +48,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // hasNoExecute reports whether the node carries a NoExecute taint.
 func hasNoExecute(node *corev1.Node) bool { return len(noExecute(node.Spec.Taints)) > 0 }
 
-// createdWithNoExecute passes the Nodes first seen with a NoExecute taint:
-// a node without one has no pod to evict, and a starting controller, which
-// sees every Node as created, looks at the few tainted nodes only rather
-// than queueing the whole fleet.
-func createdWithNoExecute(e event.CreateEvent) bool {
+// firstSeen passes the Nodes first seen with a NoExecute taint: a node
+// without one has no pod to evict, and a starting controller, which sees
+// every Node as created, looks at the few tainted nodes only rather than
+// queueing the whole fleet. A dry run's own taints are on no Node (Nudges):
+// it looks at every node it first sees, those it had tainted before a
+// restart among them.
+func (r *Reconciler) firstSeen(e event.CreateEvent) bool {
 	n, ok := e.Object.(*corev1.Node)
-	return !ok || hasNoExecute(n)
+	return !ok || r.Nudges != nil || hasNoExecute(n)
 }
 
 // noExecuteTaintsChanged passes Node updates that change its NoExecute taints.
