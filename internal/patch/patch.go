@@ -1,7 +1,7 @@
-// Package patch writes patches that land only on the object they were
-// computed from.
+// Package patch writes the pods' status patches, which land only on the pod
+// they were meant for.
 //
-// A patch is sent by name. Computed from a cached object, it lands on
+// A patch is sent by name. Meant for a cached object, it lands on
 // whatever object holds that name when it arrives: a pod deleted and made
 // again under the same name (a StatefulSet's pods are) would take a
 // NotReady mark or a DisruptionTarget condition meant for its predecessor.
@@ -12,40 +12,62 @@ package patch
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ForUID returns p, made to apply only to an object with obj's UID when
-// Data is called with obj. p must be a JSON merge or strategic merge patch.
-func ForUID(p client.Patch) client.Patch { return uidPatch{p} }
+// PodCondition returns a strategic merge patch of a pod's status that sets
+// condition c, as c has it but for its probe time, and keeps the others (a
+// pod's conditions merge by type), for the pod with the UID of the object
+// it is sent for. That object is the pod as it is to be, c set: the patch
+// keeps the order of its conditions, so that a new one comes last. It is
+// written out rather than computed from a copy of the pod, which costs 25
+// times the CPU and 30 times the allocations (BenchmarkPodCondition), paid
+// for each of a dead zone's thousands of pods at once.
+func PodCondition(c corev1.PodCondition) client.Patch { return conditionPatch{c} }
 
-type uidPatch struct{ client.Patch }
+type conditionPatch struct{ c corev1.PodCondition }
 
-// Data returns the patch with the object's UID in its metadata.
-func (p uidPatch) Data(obj client.Object) ([]byte, error) {
-	data, err := p.Patch.Data(obj)
-	if err != nil {
-		return nil, err
+// Type is a strategic merge.
+func (conditionPatch) Type() types.PatchType { return types.StrategicMergePatchType }
+
+// Data returns the patch for obj.
+func (p conditionPatch) Data(obj client.Object) ([]byte, error) {
+	type kind struct {
+		Type corev1.PodConditionType `json:"type"`
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("read %s patch: %w", p.Type(), err)
+	type condition struct {
+		Type               corev1.PodConditionType `json:"type"`
+		Status             corev1.ConditionStatus  `json:"status"`
+		Reason             string                  `json:"reason,omitempty"`
+		Message            string                  `json:"message,omitempty"`
+		LastTransitionTime metav1.Time             `json:"lastTransitionTime,omitzero"`
 	}
-	meta, _ := doc["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		doc["metadata"] = meta
+	var doc struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+		Status struct {
+			Order      []kind      `json:"$setElementOrder/conditions,omitempty"`
+			Conditions []condition `json:"conditions"`
+		} `json:"status"`
 	}
-	meta["uid"] = string(obj.GetUID())
+	doc.Metadata.UID = obj.GetUID()
+	if pod, ok := obj.(*corev1.Pod); ok {
+		for _, c := range pod.Status.Conditions {
+			doc.Status.Order = append(doc.Status.Order, kind{c.Type})
+		}
+	}
+	doc.Status.Conditions = []condition{{p.c.Type, p.c.Status, p.c.Reason, p.c.Message, p.c.LastTransitionTime}}
 	return json.Marshal(doc)
 }
 
-// Replaced reports whether err is the apiserver's refusal of a ForUID patch
-// because the name now belongs to another object, or to none.
+// Replaced reports whether err is the apiserver's refusal of a PodCondition
+// patch because the name now belongs to another pod, or to none.
 func Replaced(err error) bool {
 	if apierrors.IsNotFound(err) {
 		return true

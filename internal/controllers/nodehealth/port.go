@@ -73,16 +73,15 @@ func (p port) Wake(name string, next safety.Next) { p.r.world.wakes.set(name, ne
 // which changes that condition alone; the UID keeps the patch off a new pod
 // that took the name since the cache saw this one.
 func (p port) MarkPod(ctx context.Context, pod *corev1.Pod, now time.Time) error {
-	base := pod.DeepCopy()
+	ready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now)}
 	pod = pod.DeepCopy()
 	for i := range pod.Status.Conditions {
 		if c := &pod.Status.Conditions[i]; c.Type == corev1.PodReady {
-			c.Status = corev1.ConditionFalse
-			c.LastTransitionTime = metav1.NewTime(now)
+			c.Status, c.LastTransitionTime = ready.Status, ready.LastTransitionTime
 		}
 	}
 	err := p.r.world.podMarks.write(ctx, func() error {
-		return p.r.d.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base)))
+		return p.r.d.Client.Status().Patch(ctx, pod, patch.PodCondition(ready))
 	})
 	if err != nil {
 		if patch.Replaced(err) {

@@ -211,12 +211,11 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	log := ctrl.LoggerFrom(ctx).WithValues("Pod", client.ObjectKeyFromObject(pod))
 	r.eventEvicting(pod, node)
 
-	base := pod.DeepCopy()
-	if setDisruptionTarget(pod, metav1.NewTime(r.Clock.Now())) {
+	if target, ok := setDisruptionTarget(pod, metav1.NewTime(r.Clock.Now())); ok {
 		// A strategic merge sets the one condition and keeps those another
 		// writer set meanwhile; the UID keeps it off a new pod that took
 		// the name since the cache saw this one.
-		if err := r.Client.Status().Patch(ctx, pod, patch.ForUID(client.StrategicMergeFrom(base))); err != nil {
+		if err := r.Client.Status().Patch(ctx, pod, patch.PodCondition(target)); err != nil {
 			if patch.Replaced(err) {
 				return nil
 			}
@@ -238,9 +237,9 @@ func (r *Reconciler) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	return nil
 }
 
-// setDisruptionTarget sets the pod's DisruptionTarget condition and reports
-// whether it changed.
-func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) bool {
+// setDisruptionTarget sets the pod's DisruptionTarget condition, and returns
+// it and whether it changed.
+func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) (corev1.PodCondition, bool) {
 	want := corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 		Reason: disruptionReason, Message: disruptionMessage, LastTransitionTime: now,
@@ -251,13 +250,13 @@ func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) bool {
 			continue
 		}
 		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
-			return false
+			return want, false
 		}
 		*c = want
-		return true
+		return want, true
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, want)
-	return true
+	return want, true
 }
 
 // Policies is the controller's view of the NodeHealthPolicies in force
