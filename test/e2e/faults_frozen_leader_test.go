@@ -131,6 +131,12 @@ var _ = Describe("A leader stopped past its Lease", Label("faults"), func() {
 		f.Stop(silent)
 		added := unreachableAdded(silent)
 		Expect(tap.since(time.Time{})()).To(ContainElement("PATCH /api/v1/nodes/"+silent), "the leader did not taint the node itself")
+		// The leader marks the node's pod NotReady beside the taint. A
+		// write it has let through its gate when it is stopped, between
+		// the gate and the wire, goes out when it wakes, and no gate can
+		// call it back: it is stopped once that mark has landed, with no
+		// decision of its in flight.
+		Eventually(podReadyStatus(fleetPod(silent))).Should(Equal(corev1.ConditionFalse))
 
 		By("the leader stopped, the standby taking over, and evicting the silent node's pod meanwhile")
 		// The silent node's pod tolerates nothing: its eviction falls due a
