@@ -308,7 +308,7 @@ func (f *fleet) renew(ctx context.Context, queued []string) []string {
 
 // passed does what the controller's own goroutines do once the clock has
 // reached now: the resync when its period is up, then the wakes come due,
-// as wakes.Start finds and takes them. It appends to queued the nodes they
+// as the wakes find and take them. It appends to queued the nodes they
 // send to the work queue.
 func (f *fleet) passed(ctx context.Context, now time.Time, queued []string) []string {
 	if !now.Before(f.nextResync) {

@@ -7,20 +7,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/health"
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/podscope"
@@ -46,7 +39,7 @@ func (r *Reconciler) Register(mgr ctrl.Manager, resyncPeriod time.Duration) erro
 	if pods == nil {
 		pods = podscope.Cluster{Reader: r.d.Client, Cache: mgr.GetCache()}
 	}
-	for _, run := range []manager.Runnable{r.world.wakes, r.world.podMarks, manager.RunnableFunc(func(ctx context.Context) error {
+	for _, run := range []manager.Runnable{r.world.podMarks, manager.RunnableFunc(func(ctx context.Context) error {
 		return r.resync(ctx, r.d.Clock, resyncPeriod)
 	})} {
 		if err := mgr.Add(run); err != nil {
@@ -62,31 +55,13 @@ func (r *Reconciler) Register(mgr ctrl.Manager, resyncPeriod time.Duration) erro
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &corev1.Node{}, handler: r.nodeHeartbeats}).
 		WatchesRawSource(&heartbeatSource{cache: mgr.GetCache(), obj: &coordinationv1.Lease{}, handler: r.leaseHeartbeats}).
 		WatchesRawSource(pods.Source(predicate.TypedFuncs[*corev1.Pod]{UpdateFunc: podBound, DeleteFunc: podGone})).
-		WatchesRawSource(source.Channel(r.world.wakes.events, &handler.TypedEnqueueRequestForObject[*corev1.Node]{})).
-		WatchesRawSource(source.Channel(r.world.wakes.urgent, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
-			GenericFunc: enqueueFirst})).
+		WatchesRawSource(r.world.wakes.source()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: Workers, ReconciliationTimeout: r.d.ReconcileTimeout})
 	if r.d.Policies != nil {
 		// A policy change can move any node's deadline or pool.
 		b = b.WatchesRawSource(r.d.Policies.Nodes(nil))
 	}
 	return b.Complete(r)
-}
-
-// markPriority is the work queue priority of a node whose deadline has
-// passed. Watch events and other wakes come at the queue's default, 0, and
-// the nodes listed at start below it: a mark never waits behind them, however
-// many nodes a zone's change of state sends to the queue.
-const markPriority = 100
-
-// enqueueFirst queues the event's node ahead of work of lower priority.
-func enqueueFirst(_ context.Context, e event.TypedGenericEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
-	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(markPriority)}, req)
-		return
-	}
-	q.Add(req)
 }
 
 // podBound passes pod updates that bind it to a node or make it Ready: on a

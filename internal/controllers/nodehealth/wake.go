@@ -5,9 +5,12 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
@@ -17,7 +20,8 @@ import (
 // a retry (after a lost write race, while the apiserver cannot be reached,
 // when the zone's rate lets its taint through), the safety resync, and the
 // guard's changes that alter what other nodes should carry all set a wake,
-// and one goroutine sends the nodes whose wake has come to the work queue.
+// and one goroutine, started with the controller as its source, adds the
+// nodes whose wake has come to the work queue.
 // A failed reconcile is the exception: its error goes back to the work
 // queue, whose per-node exponential backoff and error metrics are made for
 // it.
@@ -49,16 +53,20 @@ type wakes struct {
 	// work queue, until its look takes it (tookAt): the mark's time from
 	// its deadline is split at it into the wake's and the queue's.
 	handed map[string]time.Time
-
-	// events feeds the controller's work queue; urgent feeds it the nodes
-	// whose deadline has passed, ahead of any other work (markPriority).
-	events, urgent chan event.TypedGenericEvent[*corev1.Node]
 }
 
 func newWakes(clk clock.WithTicker, deadline func(string) (time.Time, bool)) *wakes {
 	return &wakes{clock: clk, deadline: deadline, at: make(map[string]safety.Next), handed: make(map[string]time.Time),
-		signal: make(chan struct{}, 1), events: make(chan event.TypedGenericEvent[*corev1.Node]),
-		urgent: make(chan event.TypedGenericEvent[*corev1.Node])}
+		signal: make(chan struct{}, 1)}
+}
+
+// source is the wakes' source of the controller's work queue: it runs them
+// while the controller runs.
+func (w *wakes) source() source.Source {
+	return source.Func(func(ctx context.Context, q queue) error {
+		go w.run(ctx, q)
+		return nil
+	})
 }
 
 // set asks for the node's next look. A deadline replaces the deadline set
@@ -115,9 +123,8 @@ func (w *wakes) when(name string) (time.Time, bool) {
 	return e.At, ok
 }
 
-// Start sends the nodes whose wake has come to the work queue until ctx
-// ends.
-func (w *wakes) Start(ctx context.Context) error {
+// run adds the nodes whose wake has come to q until ctx ends.
+func (w *wakes) run(ctx context.Context, q queue) {
 	for {
 		var timer clock.Timer
 		var fire <-chan time.Time
@@ -127,9 +134,7 @@ func (w *wakes) Start(ctx context.Context) error {
 			// made, and a timer made then would wait too long.
 			if now := w.clock.Now(); !next.After(now) {
 				timer.Stop()
-				if !w.sendDue(ctx, now) {
-					return nil
-				}
+				w.sendDue(q, now)
 				continue
 			}
 			fire = timer.C()
@@ -139,12 +144,10 @@ func (w *wakes) Start(ctx context.Context) error {
 			if timer != nil {
 				timer.Stop()
 			}
-			return nil
+			return
 		case <-w.signal:
 		case <-fire:
-			if !w.sendDue(ctx, w.clock.Now()) {
-				return nil
-			}
+			w.sendDue(q, w.clock.Now())
 		}
 		if timer != nil {
 			timer.Stop()
@@ -239,11 +242,32 @@ func (w *wakes) move(q queued, d time.Time) {
 }
 
 // sendDue queues the nodes whose wake has come at now, those whose deadline
-// passed ahead of the rest; false when ctx ended first.
-func (w *wakes) sendDue(ctx context.Context, now time.Time) bool {
+// passed ahead of any other work (markPriority).
+func (w *wakes) sendDue(q queue, now time.Time) {
 	expired, rest := w.due(now)
 	w.hand(expired, now)
-	return w.send(ctx, w.urgent, expired) && w.send(ctx, w.events, rest)
+	for _, name := range expired {
+		addFirst(q, name)
+	}
+	for _, name := range rest {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+}
+
+// markPriority is the work queue priority of a node whose deadline has
+// passed. Watch events and other wakes come at the queue's default, 0, and
+// the nodes listed at start below it: a mark never waits behind them, however
+// many nodes a zone's change of state sends to the queue.
+const markPriority = 100
+
+// addFirst queues the node ahead of work of lower priority.
+func addFirst(q queue, name string) {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(markPriority)}, req)
+		return
+	}
+	q.Add(req)
 }
 
 // hand notes that the nodes whose deadline passed are handed to the work
@@ -272,20 +296,6 @@ func (w *wakes) handedAt(name string) (time.Time, bool) {
 	t, ok := w.handed[name]
 	delete(w.handed, name)
 	return t, ok
-}
-
-// send queues the nodes for a reconcile; false when ctx ended first.
-func (w *wakes) send(ctx context.Context, to chan<- event.TypedGenericEvent[*corev1.Node], names []string) bool {
-	for _, name := range names {
-		n := &corev1.Node{}
-		n.Name = name
-		select {
-		case to <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
 }
 
 // queued is an entry of the wake queue; it is stale once the node's wake

@@ -9,56 +9,63 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodelifecycle/node-lifecycle-controller/internal/safety"
 )
 
-// startWakes runs w until the test ends and returns the nodes it queues, in
-// batches of those due together. A node queued ahead of other work, its
-// deadline passed, is named with a leading "!".
+// startWakes runs w on a work queue until the test ends and returns the
+// nodes it queues, in batches of those due together. A node queued ahead of
+// other work, its deadline passed, is named with a leading "!".
 func startWakes(t *testing.T, w *wakes) <-chan []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- w.Start(ctx) }()
+	q := priorityqueue.New[reconcile.Request]("test")
+	if err := w.source().Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string)
+	go func() {
+		for {
+			req, priority, shutdown := q.GetWithPriority()
+			if shutdown {
+				return
+			}
+			q.Done(req)
+			if priority == markPriority {
+				req.Name = "!" + req.Name
+			}
+			got <- req.Name
+		}
+	}()
 	queued := make(chan []string, 10)
 	go func() {
-		var batch []string
 		for {
+			var batch []string
 			select {
-			case e := <-w.urgent:
-				batch = append(batch, "!"+e.Object.Name)
-			case e := <-w.events:
-				batch = append(batch, e.Object.Name)
+			case name := <-got:
+				batch = append(batch, name)
 			case <-ctx.Done():
 				return
 			}
 			// A batch ends when nothing else is due at once.
 			for more := true; more; {
 				select {
-				case e := <-w.urgent:
-					batch = append(batch, "!"+e.Object.Name)
-				case e := <-w.events:
-					batch = append(batch, e.Object.Name)
+				case name := <-got:
+					batch = append(batch, name)
 				case <-time.After(50 * time.Millisecond):
 					more = false
 				}
 			}
 			queued <- slices.Sorted(slices.Values(batch))
-			batch = nil
 		}
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		q.ShutDown()
 	})
 	return queued
 }
@@ -270,9 +277,7 @@ func TestANodePastItsDeadlineIsTakenFirst(t *testing.T) {
 	for _, name := range []string{"event-1", "event-2"} {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
-	expired := &corev1.Node{}
-	expired.Name = "expired"
-	enqueueFirst(context.Background(), event.TypedGenericEvent[*corev1.Node]{Object: expired}, q)
+	addFirst(q, "expired")
 	got, priority, _ := q.GetWithPriority()
 	if got.Name != "expired" || priority != markPriority {
 		t.Fatalf("took %s at priority %d first, want expired at %d", got.Name, priority, markPriority)
