@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -81,8 +82,11 @@ func (s *Source) Start(ctx context.Context) error {
 // notify queues, in every subscriber, what a change to policies affects.
 func (s *Source) notify(ctx context.Context, policies []v1alpha1.NodeHealthPolicy) {
 	if len(s.nodeSubs) > 0 {
+		// Read only: keep reads them, and the subscribers' queues take
+		// their names. A deep copy of every Node would come at every
+		// policy change.
 		nodes := &corev1.NodeList{}
-		if err := s.Reader.List(ctx, nodes); err != nil {
+		if err := s.Reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Listing nodes after a policy change failed")
 		}
 		for _, sub := range s.nodeSubs {
