@@ -38,7 +38,11 @@ func startWakes(t *testing.T, w *wakes) <-chan []string {
 			if priority == markPriority {
 				req.Name = "!" + req.Name
 			}
-			got <- req.Name
+			select {
+			case got <- req.Name:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	queued := make(chan []string, 10)
