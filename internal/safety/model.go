@@ -64,6 +64,12 @@ type Model struct {
 	// untimed holds when each NoExecute taint without timeAdded was first
 	// seen, which its pods' deadlines count from.
 	untimed map[untimedKey]time.Time
+	// unseen names the nodes the seed listed that no look has observed
+	// yet. Until a look observes a node, the tracker neither times its
+	// silence nor counts it fading, and the resync's other nets, which ask
+	// the tracker, cannot find it: the resync looks at these (Unseen),
+	// whatever became of the looks asked for at the start.
+	unseen map[string]struct{}
 }
 
 // freshFor is how long a silence confirmed from a live read stands without
@@ -76,7 +82,8 @@ const freshFor = time.Second
 func New(tracker *health.Tracker, guard *disruption.Guard, window time.Duration) *Model {
 	return &Model{tracker: tracker, guard: guard, window: window,
 		pods: make(map[string]*podEpisode), tainted: make(map[string]struct{}), confirmed: make(map[string]time.Time),
-		graces: make(map[string]MaintenanceGrace), untimed: make(map[untimedKey]time.Time)}
+		graces: make(map[string]MaintenanceGrace), untimed: make(map[untimedKey]time.Time),
+		unseen: make(map[string]struct{})}
 }
 
 // Input is one look at a node: the node and its Lease as read, the settings
@@ -195,6 +202,7 @@ func (m *Model) Look(in Input) Decision {
 	d := Decision{Pool: in.Settings.Pool}
 	d.Change = merge(m.takePending(), m.guard.SetBlind(in.Blind, now))
 	obs := m.tracker.Observe(node.Name, node.UID, health.PulseOf(node, in.Lease), now)
+	delete(m.unseen, node.Name)
 	d.First = obs.First
 	v := health.Judge(node, obs.LastHeartbeat, in.Settings.Grace, now)
 	d.Verdict = v

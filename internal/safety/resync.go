@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -45,6 +46,7 @@ func (m *Model) Remove(name string, now time.Time) (disruption.Change, Forgotten
 	delete(m.tainted, name)
 	delete(m.confirmed, name)
 	delete(m.graces, name)
+	delete(m.unseen, name)
 	for key := range m.untimed {
 		if key.node == name {
 			delete(m.untimed, key)
@@ -60,6 +62,19 @@ type Forgotten struct {
 	Known bool
 	UID   types.UID
 	State health.State
+}
+
+// Unseen returns the nodes the seed listed that no look has observed yet:
+// the resync looks at them, since a first look lost leaves a node unknown
+// to the tracker, neither timed nor counted fading. Once every node has
+// been looked at, none.
+func (m *Model) Unseen() []string {
+	m.turn.Lock()
+	defer m.turn.Unlock()
+	if len(m.unseen) == 0 {
+		return nil
+	}
+	return slices.Collect(maps.Keys(m.unseen))
 }
 
 // Candidates returns the nodes the safety resync checks against what the

@@ -41,7 +41,9 @@ func (m *Model) Seed(nodes []*corev1.Node, settings func(*corev1.Node) policy.Se
 		m.guard.Excuse(o.From.Add(m.skewNow()), o.To.Add(m.skewNow()), now)
 	}
 	statuses := make(map[string]disruption.NodeStatus, len(nodes))
+	m.unseen = make(map[string]struct{}, len(nodes))
 	for i, node := range nodes {
+		m.unseen[node.Name] = struct{}{}
 		w, held := m.maintenance(node, pools[i], now)
 		// Nothing is heard yet: a node already marked counts as silent
 		// since its mark, unless its maintenance holds it.

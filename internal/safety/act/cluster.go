@@ -55,7 +55,8 @@ func (x *Executor) Changed(ctx context.Context, p LookPort, c disruption.Change)
 // freeze, run every period: it lets the freeze's window and cooldown
 // advance, keeps the freeze in the cluster if the cluster's copy is
 // behind, looks at once at the nodes whose deadline passed without a
-// verdict, and at every node the cache shows short of what the model wants
+// verdict, at the nodes listed at the start that no look has observed yet,
+// and at every node the cache shows short of what the model wants
 // of it (a node that needs its NoExecute taint, lacks it, and is neither
 // held nor waiting its turn), whatever wakes were lost, and has the pods of
 // the nodes silent for half their grace listed. It returns the
@@ -68,6 +69,9 @@ func (x *Executor) Resync(ctx context.Context, p ResyncPort) (safety.Change, int
 	x.keep(ctx, p, false)
 	for _, name := range x.model.Overdue(now) {
 		p.Wake(name, safety.Next{At: now, Deadline: true})
+	}
+	for _, name := range x.model.Unseen() {
+		p.Wake(name, safety.Next{At: now})
 	}
 	// A node silent for half its grace has its pods listed while the rest
 	// of its grace runs: when a zone dies, the list of every pod takes

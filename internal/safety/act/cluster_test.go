@@ -3,6 +3,7 @@ package act
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -245,4 +246,45 @@ func TestResyncExpectsThePodsOfNodesGoingQuiet(t *testing.T) {
 			t.Fatalf("%v after the last heartbeat (blind %v): expected %v, want n %d times", step.after, step.blind, p.expected, step.want)
 		}
 	}
+}
+
+// wakePort is a resyncPort that records the nodes woken.
+type wakePort struct {
+	resyncPort
+	woken []string
+}
+
+func (p *wakePort) Wake(name string, _ safety.Next) { p.woken = append(p.woken, name) }
+
+// TestResyncLooksAtTheNodesNoLookHasObserved: the first look at each node
+// is asked for at the start; one lost leaves its node unknown to the
+// tracker, which then neither times its silence nor counts it fading. The
+// resync looks at every node the seed listed until a look has observed it.
+func TestResyncLooksAtTheNodesNoLookHasObserved(t *testing.T) {
+	x := newExecutor(nil)
+	s := policy.Settings{Grace: health.Grace{Monitor: 40 * time.Second, Startup: time.Minute}}
+	ready := testobj.Condition(corev1.NodeReady, corev1.ConditionTrue, t0)
+	ready.LastHeartbeatTime = metav1.NewTime(t0)
+	a, b := testobj.Node("a", testobj.Conditions(ready)), testobj.Node("b", testobj.Conditions(ready))
+	x.model.Seed([]*corev1.Node{a, b}, func(*corev1.Node) policy.Settings { return s }, safety.Kept{}, t0, t0)
+	p := &wakePort{resyncPort: resyncPort{leasePort: leasePort{freezePort: freezePort{now: t0}}}}
+	ctx := context.Background()
+	resync := func(want ...string) {
+		t.Helper()
+		p.woken = nil
+		x.Resync(ctx, p)
+		slices.Sort(p.woken)
+		if !slices.Equal(p.woken, want) {
+			t.Fatalf("the resync woke %v, want %v", p.woken, want)
+		}
+	}
+	resync("a", "b")
+	if _, err := x.Look(ctx, p, a, testobj.Lease("a", "a", t0), s); err != nil {
+		t.Fatal(err)
+	}
+	resync("b")
+	if _, err := x.Look(ctx, p, b, testobj.Lease("b", "b", t0), s); err != nil {
+		t.Fatal(err)
+	}
+	resync()
 }
